@@ -1,0 +1,77 @@
+"""Core values shared by every layer: errors, seeds, and name lookup.
+
+Everything else in the project may import this module; it imports nothing from the project.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = [
+    "HarnessError",
+    "UnknownNameError",
+    "ConfigError",
+    "MissingDependencyError",
+    "stable_hash",
+    "derive_seed",
+    "make_rng",
+]
+
+
+class HarnessError(Exception):
+    """Root of every user-facing error; the CLI prints its message on one line and exits 2."""
+
+
+class UnknownNameError(HarnessError, KeyError):
+    """A name (suite, policy, config key, task id, ...) that is not registered."""
+
+    def __init__(self, kind: str, name: str, choices: Iterable[str]):
+        self.kind, self.name = kind, name
+        self.choices = sorted(set(choices))
+        close = difflib.get_close_matches(name, self.choices, n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        shown = ", ".join(self.choices[:20]) + (", ..." if len(self.choices) > 20 else "")
+        super().__init__(f"unknown {kind} {name!r}{hint} (known: {shown})")
+
+    def __str__(self) -> str:  # KeyError would add quotes around the message
+        return self.args[0]
+
+
+class ConfigError(HarnessError, ValueError):
+    """A configuration value that is malformed or conflicts with another."""
+
+
+class MissingDependencyError(HarnessError, ImportError):
+    """An optional dependency is not installed; the message carries the install command."""
+
+    def __init__(self, package: str, extra: str, purpose: str = ""):
+        what = f" for {purpose}" if purpose else ""
+        super().__init__(
+            f"{package} is required{what}; install it with: pip install 'agent-rl-harness[{extra}]'"
+        )
+
+
+def stable_hash(text: str) -> int:
+    """A 64-bit hash of `text` that is the same in every process (unlike `hash`)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def _entropy(parts: tuple[int | str, ...]) -> list[int]:
+    return [p if isinstance(p, int) and p >= 0 else stable_hash(str(p)) for p in parts]
+
+
+def derive_seed(*parts: int | str) -> int:
+    """A 32-bit seed derived from `parts` (ints and strings) via `numpy.random.SeedSequence`.
+
+    Example: ``derive_seed("frozenlake@1", task_id, eval_seed, sample)``.
+    """
+    return int(np.random.SeedSequence(_entropy(parts)).generate_state(1)[0])
+
+
+def make_rng(*parts: int | str) -> np.random.Generator:
+    """A fresh `numpy.random.Generator` derived from `parts`; never touches global state."""
+    return np.random.default_rng(np.random.SeedSequence(_entropy(parts)))

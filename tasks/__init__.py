@@ -1,0 +1,25 @@
+"""Environments behind one text-in/text-out Env contract, and the suite registry."""
+
+from tasks.base import (
+    Env,
+    EnvCheckError,
+    StepResult,
+    Suite,
+    SuiteBase,
+    TaskSpec,
+    check_env,
+    get_suite,
+    register_suite,
+    resolve_suite_id,
+    suite_ids,
+)
+
+register_suite("frozenlake", 1, "tasks.frozenlake:FrozenLakeSuite")
+register_suite("frozenlake-slippery", 1, "tasks.frozenlake:SlipperyFrozenLakeSuite")
+register_suite("sokoban", 1, "tasks.sokoban:SokobanSuite")
+register_suite("minesweeper", 1, "tasks.minesweeper:MinesweeperSuite")
+
+__all__ = [
+    "Env", "EnvCheckError", "StepResult", "Suite", "SuiteBase", "TaskSpec", "check_env",
+    "get_suite", "register_suite", "resolve_suite_id", "suite_ids",
+]

@@ -1,0 +1,359 @@
+"""The Env contract, task specs, suites and the suite registry.
+
+An `Env` is text in, text out (Gymnasium's seeded ``reset`` and its ``terminated`` vs
+``truncated`` split). A `Suite` is a versioned benchmark (``frozenlake@1``): task ids per split,
+an `Env` per task, and the *trivial actions* ("do nothing", "finish now") the audit uses.
+Optional capabilities (`Snapshotable`, `HasOracle`, `HasQValues`, `HasStateKey`) are discovered
+by protocol, never by inheritance.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import json
+
+import numpy as np
+
+from harness.core import HarnessError, UnknownNameError
+
+SPLITS = ("train", "dev", "test")
+REQUIRED_INFO_KEYS = ("won", "score", "invalid")
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What `Env.step` returns.
+
+    `terminated`: the episode reached a terminal state of the task (won or lost).
+    `truncated`: the episode was cut by the step limit (or another budget) before that.
+    `info` carries at least ``won`` (bool), ``score`` (the benchmark's native score, float),
+    ``invalid`` (the action could not be applied; the state did not change) and, where the
+    benchmark has them, ``admissible_actions`` (list of str).
+    """
+
+    observation: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
+@runtime_checkable
+class Env(Protocol):
+    """One task instance. Same seed + same actions => same observations and rewards."""
+
+    max_steps: int
+
+    def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]: ...
+
+    def step(self, action: str) -> StepResult: ...
+
+
+@runtime_checkable
+class Snapshotable(Protocol):
+    """Exact state copy, for Monte-Carlo Q-values and tree rollouts."""
+
+    def snapshot(self) -> Any: ...
+
+    def restore(self, snapshot: Any) -> None: ...
+
+
+@runtime_checkable
+class HasOracle(Protocol):
+    """A reference policy: a planner, a solver or a gold path."""
+
+    def oracle_action(self) -> str: ...
+
+
+@runtime_checkable
+class HasQValues(Protocol):
+    """Exact Q for every admissible action of the current state: ``{action: q}``."""
+
+    def q_values(self) -> dict[str, float]: ...
+
+
+@runtime_checkable
+class HasStateKey(Protocol):
+    """A canonical, hashable description of the current state (GiGPO grouping)."""
+
+    def state_key(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task of a suite. `metadata` holds suite-specific parameters (map size, ...)."""
+
+    id: str
+    split: str
+    task_type: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Suite(Protocol):
+    """A versioned benchmark. `id` is ``name@version``."""
+
+    name: str
+    version: int
+    description: str
+    trivial_actions: Mapping[str, str]
+    """Named "do nothing" / "finish now" moves, e.g. ``{"no-op": "No-op"}``."""
+    blocking: bool
+    """True when `Env.step` is slow or blocks (runs in a worker thread); False steps inline."""
+
+    @property
+    def id(self) -> str: ...
+
+    def tasks(self, split: str | None = None) -> list[TaskSpec]: ...
+
+    def task(self, task_id: str) -> TaskSpec: ...
+
+    def make_env(self, task_id: str) -> Env: ...
+
+
+class SuiteBase:
+    """Shared bookkeeping for suites whose task list is known up front.
+
+    Subclasses set `name`, `version`, `description`, `trivial_actions`, build `self._specs`
+    (a list of `TaskSpec`) in ``__init__`` and implement `make_env`.
+    """
+
+    name: str = ""
+    version: int = 0
+    description: str = ""
+    trivial_actions: Mapping[str, str] = {}
+    blocking: bool = False
+
+    def __init__(self, specs: Sequence[TaskSpec]):
+        self._specs = list(specs)
+        self._by_id = {s.id: s for s in self._specs}
+        if len(self._by_id) != len(self._specs):
+            raise ValueError(f"{self.id}: duplicate task ids")
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def tasks(self, split: str | None = None) -> list[TaskSpec]:
+        if split is None:
+            return list(self._specs)
+        if split not in SPLITS:
+            raise UnknownNameError("split", split, SPLITS)
+        return [s for s in self._specs if s.split == split]
+
+    def task(self, task_id: str) -> TaskSpec:
+        try:
+            return self._by_id[task_id]
+        except KeyError:
+            raise UnknownNameError(f"task of {self.id}", task_id, self._by_id) from None
+
+    def task_types(self) -> list[str]:
+        return sorted({s.task_type for s in self._specs})
+
+    def make_env(self, task_id: str) -> Env:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+
+SuiteFactory = Callable[[], Suite]
+_REGISTRY: dict[str, dict[int, SuiteFactory | str]] = {}
+_CACHE: dict[str, Suite] = {}
+
+
+def register_suite(name: str, version: int, factory: SuiteFactory | str) -> None:
+    """Register ``name@version``. `factory` is a zero-argument callable or a lazy
+    ``"module:attribute"`` path, so suites with optional dependencies import only when used."""
+    if "@" in name or not name:
+        raise ValueError(f"bad suite name {name!r}")
+    _REGISTRY.setdefault(name, {})[version] = factory
+
+
+def suite_ids() -> list[str]:
+    """Every registered ``name@version``, sorted."""
+    return sorted(f"{n}@{v}" for n, versions in _REGISTRY.items() for v in versions)
+
+
+def resolve_suite_id(spec: str) -> str:
+    """``"frozenlake"`` -> latest ``"frozenlake@N"``; ``"frozenlake@1"`` is checked as given."""
+    name, _, version = spec.partition("@")
+    if name not in _REGISTRY:
+        raise UnknownNameError("suite", spec, [*_REGISTRY, *suite_ids()])
+    versions = _REGISTRY[name]
+    if not version:
+        return f"{name}@{max(versions)}"
+    if not version.isdigit() or int(version) not in versions:
+        raise UnknownNameError("suite version", spec, [f"{name}@{v}" for v in versions])
+    return f"{name}@{int(version)}"
+
+
+def get_suite(spec: str) -> Suite:
+    """The suite for ``name`` or ``name@version`` (cached per process)."""
+    suite_id = resolve_suite_id(spec)
+    if suite_id not in _CACHE:
+        name, version = suite_id.split("@")
+        factory = _REGISTRY[name][int(version)]
+        if isinstance(factory, str):
+            module, _, attribute = factory.partition(":")
+            factory = getattr(importlib.import_module(module), attribute)
+        suite = factory()
+        if suite.id != suite_id:
+            raise HarnessError(f"suite factory for {suite_id} built {suite.id}")
+        _CACHE[suite_id] = suite
+    return _CACHE[suite_id]
+
+
+# ---------------------------------------------------------------------------------------------
+# Contract checker
+
+INVALID_PROBE = "<<this is not an action>>"
+
+
+class EnvCheckError(HarnessError, AssertionError):
+    """An Env that breaks the contract; the message lists every violation found."""
+
+
+def _record(result: StepResult) -> tuple:
+    return (result.observation, result.reward, result.terminated, result.truncated,
+            json.dumps(result.info, sort_keys=True, default=repr))
+
+
+def _check_types(obs: Any, info: Any, where: str, problems: list[str]) -> None:
+    if not isinstance(obs, str):
+        problems.append(f"{where}: observation is {type(obs).__name__}, not str")
+    if not isinstance(info, dict):
+        problems.append(f"{where}: info is {type(info).__name__}, not dict")
+        return
+    for key in REQUIRED_INFO_KEYS:
+        if key not in info:
+            problems.append(f"{where}: info lacks {key!r}")
+    if not isinstance(info.get("won"), bool) or not isinstance(info.get("invalid"), bool):
+        problems.append(f"{where}: info['won'] and info['invalid'] must be bool")
+    if not isinstance(info.get("score"), (int, float)) or isinstance(info.get("score"), bool):
+        problems.append(f"{where}: info['score'] must be a number")
+    actions = info.get("admissible_actions")
+    if actions is not None and not all(isinstance(a, str) for a in actions):
+        problems.append(f"{where}: admissible_actions must be a list of str")
+    try:
+        json.dumps(info)
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{where}: info is not JSON-serialisable ({exc})")
+
+
+def _pick(info: dict, rng: np.random.Generator) -> str:
+    actions = info.get("admissible_actions") or [INVALID_PROBE]
+    return actions[int(rng.integers(len(actions)))]
+
+
+def _rollout(env: Env, seed: int, action_seed: int, n_steps: int, problems: list[str]) -> list:
+    rng = np.random.default_rng(action_seed)
+    obs, info = env.reset(seed=seed)
+    _check_types(obs, info, "reset", problems)
+    trace: list = [(obs, json.dumps(info, sort_keys=True, default=repr))]
+    for t in range(n_steps):
+        result = env.step(_pick(info, rng))
+        _check_types(result.observation, result.info, f"step {t}", problems)
+        if not isinstance(result.reward, (int, float)):
+            problems.append(f"step {t}: reward is {type(result.reward).__name__}")
+        if not isinstance(result.terminated, bool) or not isinstance(result.truncated, bool):
+            problems.append(f"step {t}: terminated/truncated must be bool")
+        trace.append(_record(result))
+        info = result.info
+        if result.terminated or result.truncated:
+            break
+    return trace
+
+
+def check_env(env: Env, *, seed: int = 0, n_steps: int = 30) -> None:
+    """Check `env` against the Env contract; raise `EnvCheckError` listing every violation.
+
+    Checks: observation/info types and required info keys; determinism (same seed + same
+    actions => same trajectory); an unparseable action is flagged ``invalid`` and leaves the
+    state unchanged; ``truncated`` becomes true exactly at ``max_steps``; snapshot/restore
+    round-trips; the oracle's action and Q-value keys are admissible.
+    """
+    problems: list[str] = []
+    if not isinstance(env, Env) or not isinstance(getattr(env, "max_steps", None), int):
+        raise EnvCheckError(f"{type(env).__name__} does not implement the Env protocol")
+    if env.max_steps <= 0:
+        problems.append("max_steps must be positive")
+
+    first = _rollout(env, seed, seed + 1, n_steps, problems)
+    second = _rollout(env, seed, seed + 1, n_steps, problems)
+    if first != second:
+        problems.append("not deterministic: same seed and actions gave different trajectories")
+
+    _check_invalid_and_truncation(env, seed, problems)
+    if isinstance(env, Snapshotable):
+        _check_snapshot(env, seed, problems)
+    _check_capabilities(env, seed, problems)
+    if problems:
+        raise EnvCheckError(f"{type(env).__name__}: " + "; ".join(dict.fromkeys(problems)))
+
+
+def _check_invalid_and_truncation(env: Env, seed: int, problems: list[str]) -> None:
+    env.reset(seed=seed)
+    key_before = env.state_key() if isinstance(env, HasStateKey) else None
+    for t in range(1, env.max_steps + 1):
+        result = env.step(INVALID_PROBE)
+        if result.info.get("invalid") is not True:
+            problems.append(f"an unparseable action was not flagged invalid (step {t})")
+        if key_before is not None and env.state_key() != key_before:
+            problems.append("an invalid action changed the state")
+        if result.terminated:
+            problems.append("invalid actions terminated the episode")
+            return
+        if result.truncated != (t == env.max_steps):
+            problems.append(f"truncated={result.truncated} at step {t} of max_steps={env.max_steps}")
+            return
+
+
+def _check_snapshot(env: Any, seed: int, problems: list[str]) -> None:
+    rng = np.random.default_rng(seed + 7)
+    _, info = env.reset(seed=seed)
+    for _ in range(2):
+        result = env.step(_pick(info, rng))
+        info = result.info
+        if result.terminated or result.truncated:
+            _, info = env.reset(seed=seed)
+    snap = env.snapshot()
+    actions = [_pick(info, rng) for _ in range(3)]
+
+    def replay() -> list:
+        out = []
+        for action in actions:
+            result = env.step(action)
+            out.append(_record(result))
+            if result.terminated or result.truncated:
+                break
+        return out
+
+    once = replay()
+    env.restore(snap)
+    twice = replay()
+    env.restore(snap)
+    thrice = replay()
+    if not (once == twice == thrice):
+        problems.append("snapshot()/restore() does not reproduce the continuation")
+
+
+def _check_capabilities(env: Any, seed: int, problems: list[str]) -> None:
+    _, info = env.reset(seed=seed)
+    admissible = info.get("admissible_actions")
+    if isinstance(env, HasOracle):
+        action = env.oracle_action()
+        if not isinstance(action, str):
+            problems.append("oracle_action() must return str")
+        elif admissible is not None and action not in admissible:
+            problems.append(f"oracle_action() {action!r} is not admissible")
+    if isinstance(env, HasQValues):
+        q = env.q_values()
+        if admissible is not None and not set(q) <= set(admissible):
+            problems.append("q_values() has keys that are not admissible actions")
+    if isinstance(env, HasStateKey) and not isinstance(env.state_key(), str):
+        problems.append("state_key() must return str")
