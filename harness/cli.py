@@ -1,0 +1,247 @@
+"""The `harness` command line. User errors print one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from harness.core import HarnessError
+
+log = logging.getLogger("harness")
+
+
+def _run_flags(parser: argparse.ArgumentParser) -> None:
+    from harness.config import RunConfig  # noqa: F401 - help texts come from its fields
+    from dataclasses import fields
+
+    helps = {f.name: f.metadata["help"] for f in fields(RunConfig)}
+    parser.add_argument("--config", help="TOML run config; flags given here override it")
+    parser.add_argument("--policy", dest="policies", action="append", help=helps["policies"]
+                        + " (repeat or comma-separate)")
+    parser.add_argument("--suite", dest="suites", action="append", help=helps["suites"]
+                        + " (repeat or comma-separate)")
+    parser.add_argument("--split", help=helps["split"])
+    parser.add_argument("--task-type", dest="task_types", action="append",
+                        help=helps["task_types"])
+    parser.add_argument("--tasks", dest="n_tasks", type=int, help=helps["n_tasks"])
+    parser.add_argument("--eval-seeds", type=int, help="number of evaluation seeds (0..N-1)")
+    parser.add_argument("--samples", type=int, help=helps["samples"])
+    parser.add_argument("--max-steps", type=int, help=helps["max_steps"])
+    parser.add_argument("--timeout", dest="episode_timeout_s", type=float,
+                        help=helps["episode_timeout_s"])
+    parser.add_argument("--concurrency", type=int, help=helps["concurrency"])
+    parser.add_argument("--max-error-rate", type=float, help=helps["max_error_rate"])
+    parser.add_argument("--db", help=helps["db"])
+    parser.add_argument("--run-id", help=helps["run_id"])
+
+
+def _config_from_args(args: argparse.Namespace):
+    from harness.config import load_run_config, make_run_config
+
+    keys = ("policies", "suites", "split", "task_types", "n_tasks", "eval_seeds", "samples",
+            "max_steps", "episode_timeout_s", "concurrency", "max_error_rate", "db", "run_id")
+    values: dict[str, Any] = {}
+    for key in keys:
+        value = getattr(args, key)
+        if value is None:
+            continue
+        if key in ("policies", "suites", "task_types"):
+            value = [v.strip() for item in value for v in item.split(",") if v.strip()]
+        values[key] = value
+    if args.config:
+        return load_run_config(args.config, values)
+    if not values.get("policies") or not values.get("suites"):
+        raise HarnessError("harness run needs --policy and --suite (or --config FILE)")
+    return make_run_config(values)
+
+
+class _Progress:
+    """A rich progress bar on a terminal; a log line per 10% otherwise."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.task: Any = None
+        self.total = self.seen = 0
+
+    def plan(self, total: int, skipped: int) -> None:
+        self.total = total - skipped
+        if skipped:
+            print(f"resuming: {skipped} of {total} episodes already stored", file=sys.stderr)
+        if sys.stderr.isatty():
+            from rich.progress import Progress
+
+            self.bar = Progress(transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("episodes", total=self.total)
+
+    def episode(self, record: Any) -> None:
+        self.seen += 1
+        if self.bar is not None:
+            self.bar.advance(self.task)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _execute(config) -> Any:
+    from harness.runner import run
+
+    progress = _Progress()
+    try:
+        return run(config, on_plan=progress.plan, on_episode=progress.episode)
+    finally:
+        progress.close()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = _config_from_args(args)
+    summary = _execute(config)
+    print(f"run {summary.run_id}: played {summary.played} episodes ({summary.errors} errors), "
+          f"skipped {summary.skipped} already stored, in {summary.wall_s:.1f}s -> {summary.db}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    if args.what == "suites":
+        from tasks import get_suite, suite_ids
+
+        for suite_id in suite_ids():
+            suite = get_suite(suite_id)
+            counts = {split: len(suite.tasks(split)) for split in ("train", "dev", "test")}
+            print(f"{suite_id:24s} {counts['train']:5d} train {counts['dev']:4d} dev "
+                  f"{counts['test']:4d} test  {suite.description}")
+    else:
+        from harness.policies import policy_names
+
+        for name, description in policy_names().items():
+            print(f"{name:12s} {description}")
+    return 0
+
+
+def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in header:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    Console(width=max(100, len(title))).print(table)
+
+
+def show_leaderboard(db: str, *, run_id: str | None = None, suite: str | None = None,
+                     markdown: bool = False) -> None:
+    from harness.report.leaderboard import HEADER, format_row, leaderboard_markdown, \
+        leaderboard_table
+    from harness.store import load_episodes
+
+    table = leaderboard_table(load_episodes(db, run_id=run_id, suite=suite))
+    if markdown:
+        print(leaderboard_markdown(table))
+    else:
+        rows = [format_row(row) for _, row in table.iterrows()]
+        _print_table(HEADER, rows, "Leaderboard (success rate, Wilson 95% interval)")
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    show_leaderboard(args.db, run_id=args.run_id, suite=args.suite,
+                     markdown=args.format == "markdown")
+    return 0
+
+
+def cmd_quickstart(args: argparse.Namespace) -> int:
+    from harness.quickstart import quickstart_config
+
+    config = quickstart_config(args.db)
+    print(f"quickstart: {', '.join(config.policies)} on {', '.join(config.suites)} "
+          f"({config.n_tasks} test tasks each)", file=sys.stderr)
+    summary = _execute(config)
+    show_leaderboard(config.db, run_id=summary.run_id)
+    print(f"stored {summary.planned} episodes of run {summary.run_id} in {summary.db} "
+          f"({summary.wall_s:.1f}s); see `harness leaderboard --db {summary.db} --format "
+          "markdown` and harness.store.load_episodes()")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from harness.store import export_episodes, load_episodes
+
+    path = export_episodes(load_episodes(args.db, run_id=args.run_id), args.out)
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.what == "runner":
+        from harness.bench import bench_runner
+
+        result = bench_runner(n_eval_seeds=args.eval_seeds)
+        print(f"frozenlake@1 8x8, random policy, {result.episodes} episodes "
+              f"({result.steps} steps), best of 3")
+        print(f"  bare reset/step loop : {result.bare_eps:10.1f} episodes/s")
+        print(f"  harness runner+store : {result.harness_eps:10.1f} episodes/s")
+        print(f"  ratio harness/bare   : {result.ratio:10.2f}  (target >= 0.50)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harness", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="list registered suites or policies")
+    p.add_argument("what", choices=["suites", "policies"])
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="play episodes and store them (resumes a stored run)")
+    _run_flags(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("leaderboard", help="success rate with 95%% intervals per policy x suite")
+    p.add_argument("--db", default="results/harness.db")
+    p.add_argument("--run-id")
+    p.add_argument("--suite")
+    p.add_argument("--format", choices=["terminal", "markdown"], default="terminal")
+    p.set_defaults(func=cmd_leaderboard)
+
+    p = sub.add_parser("quickstart", help="a small leaderboard of the scripted policies")
+    p.add_argument("--db", default="results/harness.db")
+    p.set_defaults(func=cmd_quickstart)
+
+    p = sub.add_parser("export", help="write the episode table to .csv or .parquet")
+    p.add_argument("out")
+    p.add_argument("--db", default="results/harness.db")
+    p.add_argument("--run-id")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("bench", help="performance figures next to a same-run baseline")
+    p.add_argument("what", choices=["runner"])
+    p.add_argument("--eval-seeds", type=int, default=40, help="eval seeds per task (runner)")
+    p.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    handler: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return handler(args)
+    except HarnessError as exc:
+        print(f"harness {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; finished episodes are stored, rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

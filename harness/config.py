@@ -1,0 +1,137 @@
+"""Run configuration: a frozen dataclass; TOML files and CLI flags only serialise it.
+
+Field docstrings (the ``help`` metadata) are the ``harness run --help`` text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from harness.core import ConfigError, UnknownNameError
+
+
+def _help(text: str, **kwargs: Any) -> Any:
+    return field(metadata={"help": text}, **kwargs)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that decides which episodes a run plays and how."""
+
+    policies: tuple[str, ...] = _help("policy specs, e.g. random, noop, oracle", default=())
+    suites: tuple[str, ...] = _help("suite ids, e.g. frozenlake or frozenlake@1", default=())
+    split: str = _help("task split: train, dev or test", default="test")
+    task_types: tuple[str, ...] = _help("only tasks of these task types (all when empty)",
+                                        default=())
+    n_tasks: int | None = _help("first N tasks of the split per suite (all when unset)",
+                                default=None)
+    eval_seeds: tuple[int, ...] = _help("evaluation seeds (env and sampling randomness)",
+                                        default=(0,))
+    samples: int = _help("samples per (task, eval seed), for pass@k", default=1)
+    max_steps: int | None = _help("cap on steps per episode (the env's own limit otherwise)",
+                                  default=None)
+    episode_timeout_s: float = _help("wall-clock limit per episode in seconds", default=600.0)
+    concurrency: int = _help("episodes in flight at once", default=8)
+    max_error_rate: float = _help("stop the run when more than this fraction of episodes "
+                                  "errors (checked after 10 episodes)", default=0.5)
+    db: str = _help("results database path", default="results/harness.db")
+    run_id: str | None = _help("run id (default: derived from the config, so rerunning the "
+                               "same command resumes the same run)", default=None)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that decide which episodes are played (stored with the run)."""
+        data = asdict(self)
+        for name in ("concurrency", "db", "run_id", "max_error_rate", "episode_timeout_s"):
+            data.pop(name)
+        return data
+
+    def resolved_run_id(self) -> str:
+        if self.run_id:
+            return self.run_id
+        digest = hashlib.blake2b(json.dumps(self.identity(), sort_keys=True).encode(),
+                                 digest_size=6).hexdigest()
+        return f"run-{digest}"
+
+
+def _validate(config: RunConfig) -> None:
+    counts = {"n_tasks": config.n_tasks, "samples": config.samples,
+              "max_steps": config.max_steps, "concurrency": config.concurrency}
+    for name, value in counts.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigError(f"{name} must be an integer, got {value!r}")
+        if value is not None and value < (0 if name == "n_tasks" else 1):
+            raise ConfigError(f"{name} must be {'>= 0' if name == 'n_tasks' else '>= 1'}, "
+                              f"got {value}")
+    if not config.eval_seeds:
+        raise ConfigError("eval_seeds must list at least one seed")
+    for seed in config.eval_seeds:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ConfigError(f"eval seeds must be integers >= 0, got {seed!r}")
+    if len(set(config.eval_seeds)) != len(config.eval_seeds):
+        raise ConfigError(f"eval_seeds has duplicates: {list(config.eval_seeds)}")
+    if not 0 <= config.max_error_rate <= 1:
+        raise ConfigError(f"max_error_rate must lie in [0, 1], got {config.max_error_rate}")
+    if not config.episode_timeout_s > 0:
+        raise ConfigError(f"episode_timeout_s must be > 0, got {config.episode_timeout_s}")
+    if config.split not in ("train", "dev", "test"):
+        raise UnknownNameError("split", config.split, ("train", "dev", "test"))
+
+
+FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
+
+
+def _coerce(name: str, value: Any) -> Any:
+    if name in ("policies", "suites", "task_types"):
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{name} must be a list of strings, got {value!r}")
+        return tuple(value)
+    if name == "eval_seeds":
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < 1:
+                raise ConfigError(f"eval_seeds as a count must be >= 1, got {value}")
+            return tuple(range(value))
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"eval_seeds must be a count or a list of seeds, got {value!r}")
+        return tuple(value)
+    if name in ("episode_timeout_s", "max_error_rate") and isinstance(value, int):
+        return float(value)
+    return value
+
+
+def make_run_config(values: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
+    """A `RunConfig` from plain values (TOML or flags), checking names and types."""
+    for name in values:
+        if name not in FIELD_NAMES:
+            raise UnknownNameError("run config key", name, FIELD_NAMES)
+    coerced = {name: _coerce(name, value) for name, value in values.items()}
+    try:
+        return replace(base, **coerced) if base else RunConfig(**coerced)
+    except TypeError as exc:
+        raise ConfigError(f"bad run config: {exc}") from None
+
+
+def load_run_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Read a TOML run config (keys at the top level or under ``[run]``), then apply
+    `overrides` (flags given on the command line win)."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"malformed TOML in {path}: {exc}") from None
+    if "run" in data:
+        if not isinstance(data["run"], dict) or len(data) > 1:
+            raise ConfigError(f"{path}: put every key under [run] or none of them")
+        data = data["run"]
+    return make_run_config({**data, **(overrides or {})})

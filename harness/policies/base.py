@@ -1,0 +1,65 @@
+"""The Policy protocol and the values it exchanges with the runner."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from tasks.base import Env, TaskSpec
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a policy decided in one turn.
+
+    `action` is the text sent to the env; `raw_output` the model's full output; `logprobs`
+    the per-token log-probabilities of the output when the backend gives them (shape
+    ``(completion_tokens,)``); `parsed` is False when no action could be read from the output
+    (the action then is whatever the scaffold falls back to).
+    """
+
+    action: str
+    raw_output: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    logprobs: tuple[float, ...] | None = None
+    latency_s: float = 0.0
+    parsed: bool = True
+
+
+@dataclass
+class EpisodeContext:
+    """What a policy sees when it acts. Mutable: the runner updates it in place each turn.
+
+    `history` holds ``(observation, action)`` pairs of earlier turns. `env` is exposed for
+    scripted policies that read privileged state (the oracle); model-backed policies must not
+    use it. `rng` is this episode's policy RNG (derived from suite, task, eval seed, sample).
+    """
+
+    suite_id: str
+    task: TaskSpec
+    trivial_actions: Mapping[str, str]
+    env: Env
+    rng: np.random.Generator
+    observation: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+    history: list[tuple[str, str]] = field(default_factory=list)
+    step: int = 0
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that maps an episode context to a decision."""
+
+    id: str
+    train_seed: int | None
+    provenance: Mapping[str, Any]
+
+    async def act(self, context: EpisodeContext) -> Decision: ...
+
+
+def admissible(info: Mapping[str, Any]) -> Sequence[str]:
+    return info.get("admissible_actions") or ()

@@ -1,0 +1,58 @@
+"""The record types every run produces and the store keeps: one step, one episode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+
+class EpisodeKey(NamedTuple):
+    """What makes an episode unique within a run (the store's primary key)."""
+
+    policy_id: str
+    suite: str
+    task_id: str
+    eval_seed: int
+    sample: int
+
+
+class StepRecord(NamedTuple):
+    """One environment step: what the agent saw, what it did, what came back.
+
+    `observation` is the observation the action was chosen from; `info` is the env's info
+    after the step. (A NamedTuple rather than a frozen dataclass: one is built per step.)
+    """
+
+    t: int
+    observation: str
+    action: str
+    raw_output: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """One finished (or failed) episode. `status` is ``ok``, ``error`` or ``timeout``;
+    episodes that did not finish ``ok`` never count as successes."""
+
+    key: EpisodeKey
+    task_type: str
+    split: str
+    status: str
+    success: bool
+    score: float
+    total_reward: float
+    n_steps: int
+    n_invalid: int
+    terminated: bool
+    truncated: bool
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    wall_s: float = 0.0
+    train_seed: int | None = None
+    error: str | None = None
+    final_observation: str = ""
+    policy_provenance: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Tables, figures and pages built from the store's tidy episode table."""

@@ -1,0 +1,309 @@
+"""The results store: one SQLite database (WAL mode) holding runs, episodes and trajectories.
+
+Tables: ``runs`` (config, code version, package versions, host, time), ``episodes`` (one row
+per `EpisodeKey` within a run) and ``trajectories`` (every step of every episode: one row per
+episode whose ``steps`` column is a JSON array of ``[t, observation, action, raw_output,
+reward, terminated, truncated, info]``; one row per episode keeps the write path cheap). An episode and its
+steps are written in one transaction, so an interruption at any point loses no committed
+episode and never stores half of one; a resumed run skips the keys already stored.
+
+`load_episodes` is the tidy view that stats, audit and report consume.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from harness.core import ConfigError, HarnessError
+from harness.records import EpisodeKey, EpisodeRecord, StepRecord
+
+SCHEMA_VERSION = 1
+DEFAULT_DB = Path("results") / "harness.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, config TEXT NOT NULL, code_version TEXT, packages TEXT,
+    host TEXT, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS episodes (
+    run_id TEXT NOT NULL REFERENCES runs(run_id), policy_id TEXT NOT NULL, suite TEXT NOT NULL,
+    task_id TEXT NOT NULL, eval_seed INTEGER NOT NULL, sample INTEGER NOT NULL,
+    task_type TEXT NOT NULL, split TEXT NOT NULL, train_seed INTEGER, status TEXT NOT NULL,
+    success INTEGER NOT NULL, score REAL, total_reward REAL NOT NULL, n_steps INTEGER NOT NULL,
+    n_invalid INTEGER NOT NULL, terminated INTEGER NOT NULL, truncated INTEGER NOT NULL,
+    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, wall_s REAL NOT NULL,
+    error TEXT, final_observation TEXT, policy_provenance TEXT, finished_at REAL NOT NULL,
+    PRIMARY KEY (run_id, policy_id, suite, task_id, eval_seed, sample));
+CREATE TABLE IF NOT EXISTS trajectories (
+    run_id TEXT NOT NULL, policy_id TEXT NOT NULL, suite TEXT NOT NULL, task_id TEXT NOT NULL,
+    eval_seed INTEGER NOT NULL, sample INTEGER NOT NULL, n_steps INTEGER NOT NULL,
+    steps TEXT NOT NULL,
+    PRIMARY KEY (run_id, policy_id, suite, task_id, eval_seed, sample));
+"""
+
+EPISODE_COLUMNS = [
+    "run_id", "policy", "suite", "task_id", "task_type", "split", "train_seed", "eval_seed",
+    "sample", "status", "success", "score", "total_reward", "n_steps", "n_invalid",
+    "terminated", "truncated", "prompt_tokens", "completion_tokens", "wall_s", "error",
+]
+"""Columns of `load_episodes`, in order."""
+
+
+class Store:
+    """A connection to the results database. Use as a context manager or call `close()`."""
+
+    def __init__(self, path: str | os.PathLike = DEFAULT_DB):
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=30000")
+            self._db.executescript(_SCHEMA)
+            self._check_schema()
+        except (OSError, sqlite3.Error) as exc:
+            raise HarnessError(f"cannot open results database {self.path}: {exc}") from None
+
+    def _check_schema(self) -> None:
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                             (str(SCHEMA_VERSION),))
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise HarnessError(f"{self.path} has schema version {row[0]}; this harness reads "
+                               f"version {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- runs -----------------------------------------------------------------------------------
+    def begin_run(self, run_id: str, config: dict[str, Any], provenance: dict[str, Any]) -> bool:
+        """Record a run; returns False if `run_id` already exists with the same config (a
+        resume). A different config under the same id is a `ConfigError`."""
+        config_json = json.dumps(config, sort_keys=True)
+        row = self._db.execute("SELECT config FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if row is not None:
+            if row[0] != config_json:
+                raise ConfigError(f"run id {run_id!r} already exists in {self.path} with a "
+                                  "different config; choose another --run-id")
+            return False
+        self._db.execute(
+            "INSERT INTO runs VALUES (?,?,?,?,?,?)",
+            (run_id, config_json, provenance.get("code_version"),
+             json.dumps(provenance.get("packages", {}), sort_keys=True),
+             provenance.get("host"), time.time()))
+        return True
+
+    def runs(self) -> pd.DataFrame:
+        return pd.read_sql_query("SELECT * FROM runs ORDER BY created_at", self._db)
+
+    def run_config(self, run_id: str) -> dict[str, Any]:
+        row = self._db.execute("SELECT config FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if row is None:
+            raise HarnessError(f"no run {run_id!r} in {self.path}")
+        return json.loads(row[0])
+
+    # -- episodes -------------------------------------------------------------------------------
+    def stored_keys(self, run_id: str, *, statuses: Sequence[str] | None = None) -> set[EpisodeKey]:
+        """Keys already stored for `run_id` (optionally only those with a given status)."""
+        sql = "SELECT policy_id, suite, task_id, eval_seed, sample FROM episodes WHERE run_id=?"
+        params: list[Any] = [run_id]
+        if statuses:
+            sql += f" AND status IN ({','.join('?' * len(statuses))})"
+            params += list(statuses)
+        return {EpisodeKey(*row) for row in self._db.execute(sql, params)}
+
+    def write_episode(self, run_id: str, episode: EpisodeRecord,
+                      steps: Iterable[StepRecord] = (), *, replace: bool = False) -> None:
+        """Store one episode and its steps atomically. `replace` first removes an earlier
+        attempt under the same key (used to retry errored episodes)."""
+        self.write_episodes([(run_id, episode, steps)], replace=replace)
+
+    def write_episodes(self, batch: Sequence[tuple[str, EpisodeRecord, Iterable[StepRecord]]],
+                       *, replace: bool = False) -> None:
+        """Store several ``(run_id, episode, steps)`` in one transaction (a group commit)."""
+        episode_rows, trajectory_rows = [], []
+        for run_id, episode, steps in batch:
+            key = (run_id, *episode.key)
+            steps = list(steps)
+            episode_rows.append(_episode_row(key, episode))
+            trajectory_rows.append((*key, len(steps), _encode([tuple(s) for s in steps])))
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.executemany(f"{verb} INTO episodes VALUES ({_EPISODE_PLACEHOLDERS})", episode_rows)
+            db.executemany(f"{verb} INTO trajectories VALUES (?,?,?,?,?,?,?,?)", trajectory_rows)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def load_episodes(self, *, run_id: str | Sequence[str] | None = None,
+                      suite: str | Sequence[str] | None = None,
+                      policy: str | Sequence[str] | None = None,
+                      statuses: Sequence[str] | None = None) -> pd.DataFrame:
+        """The tidy episode table: one row per episode, columns `EPISODE_COLUMNS`.
+
+        `success` is a bool (False for episodes that errored or timed out); `train_seed` is a
+        nullable integer (<NA> for policies not trained here).
+        """
+        clauses, params = [], []
+        for column, value in (("run_id", run_id), ("suite", suite), ("policy_id", policy),
+                              ("status", statuses)):
+            if value is None:
+                continue
+            values = [value] if isinstance(value, str) else list(value)
+            clauses.append(f"{column} IN ({','.join('?' * len(values))})")
+            params += values
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        select = ", ".join("policy_id AS policy" if c == "policy" else c for c in EPISODE_COLUMNS)
+        frame = pd.read_sql_query(
+            f"SELECT {select} FROM episodes{where} ORDER BY run_id, policy_id, suite, task_id, "
+            "eval_seed, sample", self._db, params=params)
+        return _typed(frame)
+
+    def load_steps(self, run_id: str, key: EpisodeKey) -> list[StepRecord]:
+        """The trajectory of one episode, in step order."""
+        row = self._db.execute(
+            "SELECT steps FROM trajectories WHERE run_id=? AND policy_id=? AND suite=? AND "
+            "task_id=? AND eval_seed=? AND sample=?", (run_id, *key)).fetchone()
+        if row is None:
+            raise HarnessError(f"no trajectory for {key} in run {run_id!r}")
+        return [StepRecord(*step) for step in orjson.loads(row[0])]
+
+    def count_steps(self, run_id: str) -> int:
+        """Total steps stored for `run_id`."""
+        return self._db.execute("SELECT COALESCE(SUM(n_steps), 0) FROM trajectories WHERE "
+                                "run_id=?", (run_id,)).fetchone()[0]
+
+
+def _encode(value: Any) -> str:
+    """JSON text of a step's info (orjson: the step table is the store's hot path)."""
+    return orjson.dumps(value, default=repr, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+
+
+_EPISODE_PLACEHOLDERS = ",".join("?" * 24)
+
+
+def _episode_row(key: tuple, episode: EpisodeRecord) -> tuple:
+    return (*key, episode.task_type, episode.split, episode.train_seed, episode.status,
+            int(episode.success), episode.score, episode.total_reward, episode.n_steps,
+            episode.n_invalid, int(episode.terminated), int(episode.truncated),
+            episode.prompt_tokens, episode.completion_tokens, episode.wall_s, episode.error,
+            episode.final_observation, _encode(episode.policy_provenance),
+            time.time())
+
+
+class EpisodeWriter:
+    """Writes finished episodes from a background thread so that the event loop never waits
+    on SQLite. Episodes queued while a transaction is in progress are committed together in
+    the next one (group commit); nothing is held back on purpose, so an interruption loses
+    at most the episodes whose commit was in flight.
+
+    Use as a context manager around a run; `submit` re-raises a failed write.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, replace: bool = False, batch: int = 256):
+        self._path, self._replace, self._batch = Path(path), replace, batch
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name="episode-writer", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        store = Store(self._path)
+        try:
+            while True:
+                item = self._queue.get()
+                if item is None:
+                    return
+                batch = [item]
+                while len(batch) < self._batch:
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is None:
+                        self._queue.put(None)
+                        break
+                    batch.append(item)
+                if self._error is None:
+                    try:
+                        store.write_episodes(batch, replace=self._replace)
+                    except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+                        self._error = exc
+        finally:
+            store.close()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise HarnessError(f"writing to {self._path} failed: {self._error}") from self._error
+
+    def submit(self, run_id: str, episode: EpisodeRecord, steps: Sequence[StepRecord]) -> None:
+        self._check()
+        self._queue.put((run_id, episode, steps))
+
+    def close(self) -> None:
+        """Wait until every submitted episode is committed."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._check()
+
+    def __enter__(self) -> EpisodeWriter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    for column in ("success", "terminated", "truncated"):
+        frame[column] = frame[column].astype(bool)
+    for column in ("eval_seed", "sample", "n_steps", "n_invalid", "prompt_tokens",
+                   "completion_tokens"):
+        frame[column] = frame[column].astype("int64")
+    frame["train_seed"] = frame["train_seed"].astype("Int64")
+    for column in ("score", "total_reward", "wall_s"):
+        frame[column] = frame[column].astype(float)
+    frame["error"] = frame["error"].astype(object).where(frame["error"].notna(), None)
+    return frame
+
+
+def load_episodes(db: str | os.PathLike = DEFAULT_DB, **filters: Any) -> pd.DataFrame:
+    """Open `db` read-only in spirit and return `Store.load_episodes(**filters)`."""
+    if not Path(db).exists():
+        raise HarnessError(f"no results database at {db}; run `harness run` first")
+    with Store(db) as store:
+        return store.load_episodes(**filters)
+
+
+def export_episodes(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write the tidy table to ``.csv`` or ``.parquet`` (chosen by the suffix)."""
+    path = Path(path)
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif path.suffix == ".parquet":
+        frame.to_parquet(path, index=False)
+    else:
+        raise ConfigError(f"cannot export to {path.name}: use a .csv or .parquet file name")
+    return path
