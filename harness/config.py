@@ -61,19 +61,36 @@ class RunConfig:
         return f"run-{digest}"
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _validate(config: RunConfig) -> None:
-    counts = {"n_tasks": config.n_tasks, "samples": config.samples,
-              "max_steps": config.max_steps, "concurrency": config.concurrency}
-    for name, value in counts.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+    minimum = {"n_tasks": 0, "samples": 1, "max_steps": 1, "concurrency": 1}
+    optional = ("n_tasks", "max_steps")
+    for name, low in minimum.items():
+        value = getattr(config, name)
+        if value is None and name in optional:
+            continue
+        if not _is_int(value):
             raise ConfigError(f"{name} must be an integer, got {value!r}")
-        if value is not None and value < (0 if name == "n_tasks" else 1):
-            raise ConfigError(f"{name} must be {'>= 0' if name == 'n_tasks' else '>= 1'}, "
-                              f"got {value}")
+        if value < low:
+            raise ConfigError(f"{name} must be >= {low}, got {value}")
+    for name in ("policies", "suites", "task_types"):
+        value = getattr(config, name)
+        if not isinstance(value, tuple) or not all(isinstance(v, str) and v for v in value):
+            raise ConfigError(f"{name} must be a list of non-empty strings, got {value!r}")
+    for name in ("max_error_rate", "episode_timeout_s"):
+        value = getattr(config, name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+            raise ConfigError(f"{name} must be a number, got {value!r}")
+    if not isinstance(config.eval_seeds, tuple):
+        raise ConfigError(f"eval_seeds must be a count or a list of seeds, got "
+                          f"{config.eval_seeds!r}")
     if not config.eval_seeds:
         raise ConfigError("eval_seeds must list at least one seed")
     for seed in config.eval_seeds:
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        if not _is_int(seed) or seed < 0:
             raise ConfigError(f"eval seeds must be integers >= 0, got {seed!r}")
     if len(set(config.eval_seeds)) != len(config.eval_seeds):
         raise ConfigError(f"eval_seeds has duplicates: {list(config.eval_seeds)}")
@@ -82,7 +99,11 @@ def _validate(config: RunConfig) -> None:
     if not config.episode_timeout_s > 0:
         raise ConfigError(f"episode_timeout_s must be > 0, got {config.episode_timeout_s}")
     if config.split not in ("train", "dev", "test"):
-        raise UnknownNameError("split", config.split, ("train", "dev", "test"))
+        raise UnknownNameError("split", str(config.split), ("train", "dev", "test"))
+    for name in ("db", "run_id"):
+        value = getattr(config, name)
+        if not (isinstance(value, str) and value) and not (name == "run_id" and value is None):
+            raise ConfigError(f"{name} must be a non-empty string, got {value!r}")
 
 
 FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
@@ -92,7 +113,7 @@ def _coerce(name: str, value: Any) -> Any:
     if name in ("policies", "suites", "task_types"):
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{name} must be a list of strings, got {value!r}")
         return tuple(value)
     if name == "eval_seeds":
@@ -100,9 +121,7 @@ def _coerce(name: str, value: Any) -> Any:
             if value < 1:
                 raise ConfigError(f"eval_seeds as a count must be >= 1, got {value}")
             return tuple(range(value))
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"eval_seeds must be a count or a list of seeds, got {value!r}")
-        return tuple(value)
+        return tuple(value) if isinstance(value, (list, tuple)) else value
     if name in ("episode_timeout_s", "max_error_rate") and isinstance(value, int):
         return float(value)
     return value

@@ -1,0 +1,151 @@
+"""The SQLite results store: round trips, resume keys, typed tidy view, exports, bad paths."""
+
+import math
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from harness.core import ConfigError, HarnessError
+from harness.records import EpisodeKey, EpisodeRecord, StepRecord
+from harness.store import EPISODE_COLUMNS, EpisodeWriter, Store, export_episodes, load_episodes
+
+
+def _episode(task="t1", seed=0, sample=0, status="ok", success=True, train_seed=None):
+    return EpisodeRecord(
+        key=EpisodeKey("random", "frozenlake@1", task, seed, sample), task_type="4x4",
+        split="test", status=status, success=success, score=1.0 if success else 0.0,
+        total_reward=1.0, n_steps=2, n_invalid=1, terminated=True, truncated=False,
+        prompt_tokens=5, completion_tokens=7, wall_s=0.01, train_seed=train_seed,
+        error=None if status == "ok" else "Traceback ...\nValueError: boom")
+
+
+STEPS = [StepRecord(0, "P_G", "Right", "<answer>Right</answer>", 0.0, False, False,
+                    {"won": False, "score": 0.0, "invalid": False}),
+         StepRecord(1, "_PG", "Right", "Right", 1.0, True, False,
+                    {"won": True, "score": 1.0, "invalid": False, "nested": {"a": [1, 2]}})]
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        store.begin_run("run-1", {"policies": ["random"]}, {"code_version": "abc"})
+        yield store
+
+
+def test_round_trip_of_episode_and_trajectory(store):
+    store.write_episode("run-1", _episode(), STEPS)
+    frame = store.load_episodes()
+    assert list(frame.columns) == EPISODE_COLUMNS
+    row = frame.iloc[0]
+    assert (row.policy, row.task_id, row.eval_seed, row["sample"]) == ("random", "t1", 0, 0)
+    assert row.success is True or row.success == True  # noqa: E712 - numpy bool
+    assert frame["success"].dtype == bool and frame["train_seed"].dtype == "Int64"
+    assert pd.isna(row.train_seed)
+    assert store.load_steps("run-1", _episode().key) == STEPS
+    assert store.count_steps("run-1") == 2
+
+
+def test_wal_mode_and_schema_version(tmp_path):
+    Store(tmp_path / "w.db").close()
+    db = sqlite3.connect(tmp_path / "w.db")
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "1"
+    db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    db.commit()
+    with pytest.raises(HarnessError, match="schema version 99"):
+        Store(tmp_path / "w.db")
+
+
+def test_stored_keys_and_status_filter(store):
+    store.write_episode("run-1", _episode("a"))
+    store.write_episode("run-1", _episode("b", status="error", success=False))
+    assert store.stored_keys("run-1") == {_episode("a").key, _episode("b").key}
+    assert store.stored_keys("run-1", statuses=["error"]) == {_episode("b").key}
+    assert store.stored_keys("other") == set()
+    errors = store.load_episodes(statuses=["error"])
+    assert list(errors.task_id) == ["b"] and errors.error.iloc[0].endswith("boom")
+
+
+def test_duplicate_key_is_refused_unless_replacing(store):
+    store.write_episode("run-1", _episode(), STEPS)
+    with pytest.raises(sqlite3.IntegrityError):
+        store.write_episode("run-1", _episode(success=False))
+    store.write_episode("run-1", _episode(success=False), STEPS[:1], replace=True)
+    frame = store.load_episodes()
+    assert len(frame) == 1 and not frame.success.iloc[0]
+    assert store.count_steps("run-1") == 1
+
+
+def test_failed_batch_stores_nothing(store):
+    store.write_episode("run-1", _episode("a"))
+    with pytest.raises(sqlite3.IntegrityError):
+        store.write_episodes([("run-1", _episode("new"), STEPS), ("run-1", _episode("a"), ())])
+    assert set(store.load_episodes().task_id) == {"a"}
+    assert store.count_steps("run-1") == 0
+
+
+def test_same_run_id_with_other_config_is_an_error(store):
+    assert store.begin_run("run-1", {"policies": ["random"]}, {}) is False
+    with pytest.raises(ConfigError, match="different config"):
+        store.begin_run("run-1", {"policies": ["oracle"]}, {})
+
+
+def test_filters(store):
+    store.write_episode("run-1", _episode("a"))
+    store.begin_run("run-2", {}, {})
+    store.write_episode("run-2", _episode("b"))
+    assert list(store.load_episodes(run_id="run-2").task_id) == ["b"]
+    assert len(store.load_episodes(run_id=["run-1", "run-2"])) == 2
+    assert store.load_episodes(policy="oracle").empty
+
+
+def test_writer_thread_commits_everything(tmp_path):
+    path = tmp_path / "t.db"
+    with Store(path) as store:
+        store.begin_run("r", {}, {})
+    with EpisodeWriter(path) as writer:
+        for i in range(300):
+            writer.submit("r", _episode(f"t{i:03d}"), STEPS)
+    frame = load_episodes(path)
+    assert len(frame) == 300 and frame.task_id.is_unique
+
+
+def test_writer_reports_a_failed_write(tmp_path):
+    path = tmp_path / "t.db"
+    with Store(path) as store:
+        store.begin_run("r", {}, {})
+    writer = EpisodeWriter(path)
+    writer.submit("r", _episode("x"), ())
+    writer.submit("r", _episode("x"), ())  # duplicate key
+    with pytest.raises(HarnessError, match="writing to"):
+        writer.close()
+
+
+def test_export_csv_and_parquet(store, tmp_path):
+    store.write_episode("run-1", _episode("a", train_seed=3))
+    frame = store.load_episodes()
+    back_csv = pd.read_csv(export_episodes(frame, tmp_path / "e.csv"))
+    back_parquet = pd.read_parquet(export_episodes(frame, tmp_path / "e.parquet"))
+    assert list(back_csv.columns) == EPISODE_COLUMNS
+    assert back_parquet.train_seed.iloc[0] == 3 and back_csv.task_id.iloc[0] == "a"
+    with pytest.raises(ConfigError, match=".csv or .parquet"):
+        export_episodes(frame, tmp_path / "e.xlsx")
+
+
+def test_error_episode_score_is_nan_not_success(store):
+    store.write_episode("run-1", EpisodeRecord(
+        key=EpisodeKey("p", "s@1", "t", 0, 0), task_type="x", split="test", status="error",
+        success=False, score=float("nan"), total_reward=0.0, n_steps=0, n_invalid=0,
+        terminated=False, truncated=False, error="boom"))
+    row = store.load_episodes().iloc[0]
+    assert not row.success and math.isnan(row.score) and row.status == "error"
+
+
+def test_unwritable_or_missing_paths_are_clear_errors(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(HarnessError, match="cannot open results database"):
+        Store(blocker / "sub" / "r.db")
+    with pytest.raises(HarnessError, match="no results database"):
+        load_episodes(tmp_path / "missing.db")

@@ -1,0 +1,96 @@
+"""The suite registry and the Env contract, parametrised over every registered suite."""
+
+import pytest
+
+from harness.core import UnknownNameError
+from tasks import check_env, get_suite, resolve_suite_id, suite_ids
+from tasks.base import SPLITS, EnvCheckError, StepResult, SuiteBase, TaskSpec
+
+
+def _one_task_per_type(suite_id):
+    suite = get_suite(suite_id)
+    chosen = {}
+    for split in SPLITS:
+        for task in suite.tasks(split):
+            chosen.setdefault((split, task.task_type), task)
+    return [(suite_id, task.id) for task in chosen.values()]
+
+
+CASES = [case for suite_id in suite_ids() for case in _one_task_per_type(suite_id)]
+
+
+def test_registry_has_the_embedded_suites():
+    assert {"frozenlake@1", "frozenlake-slippery@1", "sokoban@1", "minesweeper@1"} <= set(
+        suite_ids())
+
+
+@pytest.mark.parametrize("suite_id,task_id", CASES, ids=[f"{s}/{t}" for s, t in CASES])
+def test_check_env_passes_for_every_suite_split_and_task_type(suite_id, task_id):
+    env = get_suite(suite_id).make_env(task_id)
+    for seed in (0, 1):
+        check_env(env, seed=seed)
+
+
+@pytest.mark.parametrize("suite_id", suite_ids())
+def test_suite_shape(suite_id):
+    suite = get_suite(suite_id)
+    assert suite.id == suite_id
+    assert suite.description
+    assert suite.trivial_actions, "every embedded suite declares its trivial actions"
+    ids = [t.id for t in suite.tasks()]
+    assert len(ids) == len(set(ids))
+    for split in SPLITS:
+        assert suite.tasks(split), f"{suite_id} has no {split} tasks"
+    split_ids = [set(t.id for t in suite.tasks(split)) for split in SPLITS]
+    assert not (split_ids[0] & split_ids[1] or split_ids[0] & split_ids[2]
+                or split_ids[1] & split_ids[2])
+
+
+def test_unknown_suite_suggests_the_right_name():
+    with pytest.raises(UnknownNameError, match="did you mean 'frozenlake'"):
+        get_suite("frozenlak")
+    with pytest.raises(UnknownNameError, match="frozenlake@1"):
+        get_suite("frozenlake@7")
+    with pytest.raises(UnknownNameError, match="unknown split"):
+        get_suite("frozenlake").tasks("validation")
+    with pytest.raises(UnknownNameError, match="task of frozenlake@1"):
+        get_suite("frozenlake").task("no-such-task")
+
+
+def test_versions_resolve_to_latest():
+    assert resolve_suite_id("sokoban") == "sokoban@1"
+    assert resolve_suite_id("sokoban@1") == "sokoban@1"
+
+
+class _BrokenEnv:
+    """Violates the contract: not deterministic and never truncates."""
+
+    max_steps = 3
+
+    def __init__(self):
+        self.calls = 0
+
+    def reset(self, *, seed):
+        self.calls += 1
+        return f"obs {self.calls}", {"won": False, "score": 0.0, "invalid": False}
+
+    def step(self, action):
+        return StepResult("x", 0.0, False, False, {"won": False, "score": 0, "invalid": False})
+
+
+def test_check_env_catches_contract_violations():
+    with pytest.raises(EnvCheckError) as error:
+        check_env(_BrokenEnv())
+    message = str(error.value)
+    assert "not deterministic" in message
+    assert "not flagged invalid" in message
+    assert "truncated=False at step 3" in message
+
+
+def test_suite_base_rejects_duplicate_ids():
+    class Dupes(SuiteBase):
+        name, version = "dupes", 1
+
+    spec = TaskSpec("a", "test", "t")
+    with pytest.raises(ValueError, match="duplicate"):
+        Dupes([spec, spec])
