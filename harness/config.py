@@ -28,7 +28,8 @@ class RunConfig:
     split: str = _help("task split: train, dev or test", default="test")
     task_types: tuple[str, ...] = _help("only tasks of these task types (all when empty)",
                                         default=())
-    n_tasks: int | None = _help("first N tasks of the split per suite (all when unset)",
+    n_tasks: int | None = _help("N tasks of the split per suite, taken round-robin across "
+                                "task types (all when unset)",
                                 default=None)
     eval_seeds: tuple[int, ...] = _help("evaluation seeds (env and sampling randomness)",
                                         default=(0,))

@@ -11,6 +11,7 @@ an episode is stored as status ``error`` with its traceback and never counts as 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import platform
 import subprocess
@@ -130,6 +131,17 @@ def _failed(job: EpisodeJob, status: str, error: str, wall_s: float) -> EpisodeR
         error=error, policy_provenance=dict(job.policy.provenance))
 
 
+def balanced_prefix(tasks: list[TaskSpec], n: int) -> list[TaskSpec]:
+    """The first `n` tasks taken round-robin across task types (each type in split order),
+    so that a small run still covers every task type."""
+    by_type: dict[str, list[TaskSpec]] = {}
+    for task in tasks:
+        by_type.setdefault(task.task_type, []).append(task)
+    interleaved = [task for group in itertools.zip_longest(*by_type.values()) for task in group
+                   if task is not None]
+    return interleaved[:n]
+
+
 def plan_jobs(config: RunConfig, policies: list[Policy], suites: list[Suite]
               ) -> Iterator[EpisodeJob]:
     """Every episode the config asks for, in a stable order."""
@@ -138,7 +150,7 @@ def plan_jobs(config: RunConfig, policies: list[Policy], suites: list[Suite]
         if config.task_types:
             tasks = [t for t in tasks if t.task_type in config.task_types]
         if config.n_tasks is not None:
-            tasks = tasks[: config.n_tasks]
+            tasks = balanced_prefix(tasks, config.n_tasks)
         for policy in policies:
             for task in tasks:
                 for eval_seed in config.eval_seeds:

@@ -114,14 +114,15 @@ def format_comparison(c: Comparison) -> str:
     """Terminal text of a `Comparison`, one finding per line."""
     what = "success rate" if c.metric == "success" else "mean score"
     scope = c.suite if c.suite is not None else "all shared suites"
+    ci = c.clustered.interval
     lines = [
         f"{c.policy_a} (A) vs {c.policy_b} (B) on {scope}: {c.n_keys} paired keys over "
         f"{c.n_tasks} tasks, metric {c.metric}",
         f"  {what:<22} A {c.mean_a:.4f}   B {c.mean_b:.4f}",
-        f"  {'difference A - B':<22} {_ci(c.difference)}  (paired bootstrap over tasks, "
-        f"{c.difference.method}, {c.n_resamples} resamples)",
-        f"  {'clustered SE':<22} {c.clustered.se:.4f}  {_ci(c.clustered.interval)}  "
-        "(Miller 2024, cluster = task)",
+        f"  {'difference A - B':<22} {_ci(c.difference)}  ({c.difference.method} bootstrap "
+        f"over tasks, {c.n_resamples} resamples)",
+        f"  {'clustered SE':<22} {c.clustered.se:.4f}  normal CI [{ci.low:+.4f}, "
+        f"{ci.high:+.4f}]  (Miller 2024, cluster = task)",
         f"  {'permutation test':<22} {_p(c.permutation.p_value)}  ({c.permutation.method}, "
         f"{c.permutation.n_informative} tasks with a difference)",
     ]

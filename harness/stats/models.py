@@ -23,7 +23,9 @@ Policy effect models, from `harness.stats.frame.PairedOutcomes`:
   training-seed variance widens the interval. The seed component is included only when some
   policy has two or more training seeds; with one seed per policy it is confounded with the
   policy effect and left out (the result's ``note`` says so). Success only; the interval is
-  the approximate posterior mean ± z * sd (a subject-specific log odds ratio).
+  the approximate posterior mean ± z * sd (a subject-specific log odds ratio). Mean-field
+  variational posteriors are known to understate uncertainty (Blei et al. 2017), another
+  reason it is not the default.
 """
 
 from __future__ import annotations

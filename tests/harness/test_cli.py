@@ -1,0 +1,140 @@
+"""The `harness` command line, run as a user runs it: in a subprocess."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.cli import main
+from harness.store import load_episodes
+
+
+def _harness(*args, cwd=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout)
+
+
+def _one_line_error(result, *fragments):
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_list_suites_and_policies():
+    suites = _harness("list", "suites")
+    assert suites.returncode == 0
+    assert "frozenlake@1" in suites.stdout and "sokoban@1" in suites.stdout
+    policies = _harness("list", "policies")
+    assert {"random", "noop", "oracle"} <= {line.split()[0] for line in policies.stdout.split(
+        "\n") if line}
+
+
+def test_run_then_leaderboard_markdown(tmp_path):
+    db = str(tmp_path / "r.db")
+    result = _harness("run", "--policy", "oracle,random", "--suite", "frozenlake", "--tasks",
+                      "5", "--db", db)
+    assert result.returncode == 0, result.stderr
+    assert "played 10 episodes" in result.stdout
+    board = _harness("leaderboard", "--db", db, "--format", "markdown")
+    assert board.returncode == 0
+    oracle_row = next(line for line in board.stdout.splitlines() if "| oracle |" in line)
+    assert "100.0 [56.6, 100.0]" in oracle_row  # Wilson interval for 5 of 5
+
+
+def test_export(tmp_path):
+    db = str(tmp_path / "r.db")
+    assert main(["run", "--policy", "noop", "--suite", "minesweeper", "--tasks", "2",
+                 "--db", db]) == 0
+    assert main(["export", str(tmp_path / "e.csv"), "--db", db]) == 0
+    assert (tmp_path / "e.csv").read_text().startswith("run_id,policy,suite")
+
+
+@pytest.mark.parametrize("args,fragments", [
+    (["run", "--policy", "random", "--suite", "frozenlak"],
+     ["unknown suite 'frozenlak'", "did you mean 'frozenlake'"]),
+    (["run", "--policy", "oracel", "--suite", "sokoban"],
+     ["unknown policy 'oracel'", "did you mean 'oracle'"]),
+    (["run", "--policy", "random", "--suite", "sokoban", "--samples", "-2"],
+     ["samples must be >= 1"]),
+    (["run", "--policy", "random", "--suite", "sokoban", "--tasks", "-1"],
+     ["n_tasks must be >= 0"]),
+    (["run", "--policy", "random", "--suite", "sokoban", "--eval-seeds", "0"],
+     ["eval_seeds as a count must be >= 1"]),
+    (["run", "--suite", "sokoban"], ["needs --policy and --suite"]),
+    (["leaderboard", "--db", "/nonexistent/dir/x.db"], ["no results database"]),
+])
+def test_user_errors_are_one_line_and_exit_2(args, fragments, tmp_path):
+    _one_line_error(_harness(*args, "--db", str(tmp_path / "x.db")) if args[0] == "run"
+                    else _harness(*args), *fragments)
+
+
+def test_malformed_toml_and_unknown_key(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('policies = ["random"\nsuites = 3\n')
+    _one_line_error(_harness("run", "--config", str(bad)), "malformed TOML")
+    typo = tmp_path / "typo.toml"
+    typo.write_text('policies = ["random"]\nsuites = ["sokoban"]\nsample = 2\n')
+    _one_line_error(_harness("run", "--config", str(typo)), "unknown run config key 'sample'",
+                    "did you mean 'samples'")
+
+
+def test_unwritable_database_path(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    _one_line_error(_harness("run", "--policy", "random", "--suite", "sokoban", "--db",
+                             str(blocker / "r.db")), "cannot open results database")
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_then_rerun_stores_every_episode_once(tmp_path):
+    db = tmp_path / "kill.db"
+    args = ["run", "--policy", "random,oracle", "--suite", "frozenlake", "--eval-seeds", "60",
+            "--db", str(db), "--concurrency", "4"]
+    process = subprocess.Popen([sys.executable, "-m", "harness.cli", *args],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stored = 0
+    deadline = time.time() + 120
+    while time.time() < deadline and process.poll() is None:
+        try:
+            with sqlite3.connect(db, timeout=5) as conn:
+                stored = conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+        except sqlite3.OperationalError:
+            stored = 0
+        if stored >= 300:
+            break
+        time.sleep(0.02)
+    assert process.poll() is None, "the run finished before it could be interrupted"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    with sqlite3.connect(db) as conn:
+        interrupted = conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+    planned = 2 * 100 * 60  # policies x frozenlake test tasks x eval seeds
+    assert 300 <= interrupted < planned
+
+    result = _harness(*args)
+    assert result.returncode == 0, result.stderr
+    assert f"skipped {interrupted} already stored" in result.stdout
+    frame = load_episodes(db)
+    assert len(frame) == planned
+    assert not frame.duplicated(["policy", "suite", "task_id", "eval_seed", "sample"]).any()
+    with sqlite3.connect(db) as conn:
+        trajectories = conn.execute("SELECT COUNT(*), COUNT(DISTINCT policy_id || suite || "
+                                    "task_id || eval_seed || sample) FROM trajectories").fetchone()
+        mismatched = conn.execute(
+            "SELECT COUNT(*) FROM episodes e JOIN trajectories t USING (run_id, policy_id, "
+            "suite, task_id, eval_seed, sample) WHERE e.n_steps != t.n_steps").fetchone()[0]
+    assert trajectories == (planned, planned) and mismatched == 0
+    assert frame[frame.policy == "oracle"].success.all()
+
+    fresh = tmp_path / "fresh.db"
+    fresh_args = [a if a != str(db) else str(fresh) for a in args]
+    assert _harness(*fresh_args).returncode == 0
+    reference = load_episodes(fresh)
+    columns = ["policy", "task_id", "eval_seed", "success", "n_steps", "total_reward"]
+    assert frame[columns].reset_index(drop=True).equals(reference[columns].reset_index(drop=True))
