@@ -6,6 +6,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.config import RunConfig
 from harness.policies.scripted import choose_uniform
@@ -70,3 +71,13 @@ def bench_runner(n_eval_seeds: int = 40, repeats: int = 3) -> RunnerBench:
             harness_best = min(harness_best, time.perf_counter() - started)
             assert summary.played == episodes, "the harness must play every planned episode"
     return RunnerBench(episodes, steps, episodes / bare_best, episodes / harness_best)
+
+
+def runner_report(args: Any) -> list[str]:
+    """Lines of `harness bench runner`."""
+    result = bench_runner(n_eval_seeds=getattr(args, "eval_seeds", 40))
+    return [f"frozenlake@1 8x8, random policy, {result.episodes} episodes ({result.steps} "
+            "steps), best of 3",
+            f"  bare reset/step loop : {result.bare_eps:10.1f} episodes/s",
+            f"  harness runner+store : {result.harness_eps:10.1f} episodes/s",
+            f"  ratio harness/bare   : {result.ratio:10.2f}  (target >= 0.50)"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -176,16 +177,22 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    if args.what == "runner":
-        from harness.bench import bench_runner
+BENCHES = {
+    "runner": "harness.bench:runner_report",
+}
+"""`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
+returns the lines to print (each figure next to its same-run baseline)."""
 
-        result = bench_runner(n_eval_seeds=args.eval_seeds)
-        print(f"frozenlake@1 8x8, random policy, {result.episodes} episodes "
-              f"({result.steps} steps), best of 3")
-        print(f"  bare reset/step loop : {result.bare_eps:10.1f} episodes/s")
-        print(f"  harness runner+store : {result.harness_eps:10.1f} episodes/s")
-        print(f"  ratio harness/bare   : {result.ratio:10.2f}  (target >= 0.50)")
+COMMAND_MODULES: tuple[str, ...] = ()
+"""Modules that add subcommands: each has ``add_commands(subparsers)``; handlers set
+``func`` and import heavy dependencies lazily."""
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    module, _, function = BENCHES[args.what].partition(":")
+    report = getattr(importlib.import_module(module), function)
+    for line in report(args):
+        print(line)
     return 0
 
 
@@ -220,9 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("bench", help="performance figures next to a same-run baseline")
-    p.add_argument("what", choices=["runner"])
+    p.add_argument("what", choices=sorted(BENCHES))
     p.add_argument("--eval-seeds", type=int, default=40, help="eval seeds per task (runner)")
     p.set_defaults(func=cmd_bench)
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).add_commands(sub)
     return parser
 
 

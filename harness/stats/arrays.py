@@ -18,13 +18,13 @@ import pandas as pd
 
 from harness.core import HarnessError
 
-__all__ = ["TensorLabels", "as_finite_array", "outcome_tensor", "paired_outcomes", "METRICS"]
+__all__ = ["TensorLabels", "as_finite_array", "outcome_tensor", "METRICS"]
 
 log = logging.getLogger(__name__)
 
 METRICS = ("success", "score", "total_reward", "n_steps", "n_invalid", "wall_s",
            "prompt_tokens", "completion_tokens")
-"""Numeric episode columns that `outcome_tensor` and `paired_outcomes` accept as ``metric``."""
+"""Numeric episode columns that `outcome_tensor` accepts as ``metric``."""
 
 _KEY = ["policy", "train_seed", "suite", "task_id", "eval_seed", "sample"]
 
@@ -203,30 +203,3 @@ def outcome_tensor(df: pd.DataFrame, *, metric: str = "success",
         n_train_seeds=tuple(len(seeds[p]) for p in policy_order), dropped_tasks=dropped)
     return values, labels
 
-
-def paired_outcomes(df: pd.DataFrame, policy_a: str, policy_b: str, *,
-                    metric: str = "success", suite: str | None = None,
-                    error_score: float | None = None,
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Outcomes of two policies on their shared ``(suite, task_id, eval_seed)`` keys.
-
-    Returns ``(a, b, tasks)``, each of shape ``(n_keys,)``: ``a[i]`` and ``b[i]`` are the
-    two policies' means of ``metric`` on key ``i`` (averaged over training seeds and
-    samples), ``tasks[i]`` is ``"suite/task_id"`` (pass it as ``clusters=`` to
-    `bootstrap.paired_bootstrap`). Keys only one policy has are dropped; `HarnessError` if
-    none are shared. NaN handling as in `outcome_tensor`.
-    """
-    if policy_a == policy_b:
-        raise HarnessError(f"compare two different policies, got {policy_a!r} twice")
-    df = _select(df, metric, [policy_a, policy_b], suite, error_score)
-    key = ["suite", "task_id", "eval_seed"]
-    means = df.groupby(["policy"] + key, sort=True)["value"].mean().unstack("policy")
-    shared = means.dropna()
-    if shared.empty:
-        raise HarnessError(f"policies {policy_a!r} and {policy_b!r} share no (task, eval "
-                           "seed) key: a paired comparison needs the same tasks and seeds")
-    if len(shared) < len(means):
-        log.info("paired comparison keeps %d of %d keys", len(shared), len(means))
-    tasks = np.array([f"{s}/{t}" for s, t, _ in shared.index], dtype=object)
-    return (shared[policy_a].to_numpy(dtype=np.float64),
-            shared[policy_b].to_numpy(dtype=np.float64), tasks)

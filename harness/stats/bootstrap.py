@@ -194,7 +194,7 @@ def paired_bootstrap(a, b, rng: np.random.Generator, *, clusters=None,
     """Paired bootstrap of ``mean(a - b)`` for two policies on the same keys.
 
     ``a``, ``b``: ``(n_keys,)`` aligned outcomes (key i = the same task and eval seed for
-    both; see `arrays.paired_outcomes`). ``clusters``: optional ``(n_keys,)`` labels (e.g.
+    both; see `frame.paired_outcomes`). ``clusters``: optional ``(n_keys,)`` labels (e.g.
     task ids); if given, whole clusters of key differences are resampled
     (`cluster_bootstrap`), otherwise keys independently (`bootstrap_mean`).
     """
