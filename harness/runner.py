@@ -89,7 +89,7 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None
     limit = env.max_steps if max_steps is None else min(max_steps, env.max_steps)
     context = EpisodeContext(suite.id, task, suite.trivial_actions, env,
                              policy_rng(suite.id, task.id, job.eval_seed, job.sample, policy.id),
-                             obs, info)
+                             obs, info, instructions=getattr(suite, "instructions", ""))
     steps: list[StepRecord] = []
     total_reward, n_invalid, prompt_tokens, completion_tokens = 0.0, 0, 0, 0
     terminated = truncated = False

@@ -104,6 +104,8 @@ class Suite(Protocol):
     """Named "do nothing" / "finish now" moves, e.g. ``{"no-op": "No-op"}``."""
     blocking: bool
     """True when `Env.step` is slow or blocks (runs in a worker thread); False steps inline."""
+    instructions: str
+    """The rules and the action format, as a model-backed policy's system prompt states them."""
 
     @property
     def id(self) -> str: ...
@@ -127,6 +129,7 @@ class SuiteBase:
     description: str = ""
     trivial_actions: Mapping[str, str] = {}
     blocking: bool = False
+    instructions: str = ""
 
     def __init__(self, specs: Sequence[TaskSpec]):
         self._specs = list(specs)

@@ -37,6 +37,7 @@ class EpisodeContext:
     `history` holds ``(observation, action)`` pairs of earlier turns. `env` is exposed for
     scripted policies that read privileged state (the oracle); model-backed policies must not
     use it. `rng` is this episode's policy RNG (derived from suite, task, eval seed, sample).
+    `instructions` is the suite's rules and action format (for prompts).
     """
 
     suite_id: str
@@ -48,6 +49,7 @@ class EpisodeContext:
     info: dict[str, Any] = field(default_factory=dict)
     history: list[tuple[str, str]] = field(default_factory=list)
     step: int = 0
+    instructions: str = ""
 
 
 @runtime_checkable
