@@ -32,7 +32,9 @@ class UnknownNameError(HarnessError, KeyError):
     def __init__(self, kind: str, name: str, choices: Iterable[str]):
         self.kind, self.name = kind, name
         self.choices = sorted(set(choices))
-        close = difflib.get_close_matches(name, self.choices, n=3, cutoff=0.5)
+        by_folded = {choice.casefold(): choice for choice in self.choices}
+        close = [by_folded[c] for c in difflib.get_close_matches(
+            name.casefold(), list(by_folded), n=3, cutoff=0.5)]
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         shown = ", ".join(self.choices[:20]) + (", ..." if len(self.choices) > 20 else "")
         super().__init__(f"unknown {kind} {name!r}{hint} (known: {shown})")
