@@ -169,6 +169,20 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from harness.stats.compare import compare_policies, format_comparison
+    from harness.store import load_episodes
+
+    episodes = load_episodes(args.db, run_id=args.run_id)
+    comparison = compare_policies(episodes, args.a, args.b, rng=np.random.default_rng(args.seed),
+                                  suite=args.suite, metric=args.metric, margin=args.margin,
+                                  n_resamples=args.resamples)
+    print(format_comparison(comparison))
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from harness.store import export_episodes, load_episodes
 
@@ -215,6 +229,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite")
     p.add_argument("--format", choices=["terminal", "markdown"], default="terminal")
     p.set_defaults(func=cmd_leaderboard)
+
+    p = sub.add_parser("compare", help="paired comparison of two policies on shared episodes")
+    p.add_argument("--a", required=True, help="policy A (its id in the store)")
+    p.add_argument("--b", required=True, help="policy B")
+    p.add_argument("--db", default="results/harness.db")
+    p.add_argument("--run-id", action="append", help="only these runs (repeatable)")
+    p.add_argument("--suite", help="only this suite (default: every suite both played)")
+    p.add_argument("--metric", choices=["success", "score"], default="success")
+    p.add_argument("--margin", type=float, help="equivalence margin for the paired TOST, in "
+                   "outcome units (e.g. 0.02); without it equivalence is not tested")
+    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap/permutation draws")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling RNG")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("quickstart", help="a small leaderboard of the scripted policies")
     p.add_argument("--db", default="results/harness.db")

@@ -111,7 +111,7 @@ def _seed_axes(cells: pd.DataFrame, policies: list[str]):
     for policy in policies:
         present = cells.loc[cells["policy"] == policy, "train_seed"]
         has_na = bool(present.isna().any())
-        numbers = sorted({int(s) for s in present.dropna()})
+        numbers = sorted(int(s) for s in present.dropna().unique())
         if has_na and numbers:
             raise HarnessError(f"policy {policy!r} has episodes both with and without a "
                                "train_seed; give every episode of a policy the same kind")
@@ -153,21 +153,20 @@ def outcome_tensor(df: pd.DataFrame, *, metric: str = "success",
         raise HarnessError(f"missing must be 'raise' or 'drop_tasks', got {missing!r}")
     df = _select(df, metric, policies, suite, error_score)
     cells = (df.groupby(_KEY[:-1], dropna=False, sort=True)["value"].mean().reset_index())
-    policy_order = list(policies) if policies is not None else sorted(set(cells["policy"]))
+    policy_order = (list(policies) if policies is not None
+                    else sorted(cells["policy"].unique().tolist()))
     seeds, n_seeds = _seed_axes(cells, policy_order)
-    tasks = sorted(set(zip(cells["suite"], cells["task_id"])))
-    eval_seeds = sorted({int(e) for e in cells["eval_seed"]})
+    task_frame = cells[["suite", "task_id"]].drop_duplicates()
+    tasks = sorted(zip(task_frame["suite"].tolist(), task_frame["task_id"].tolist()))
+    eval_seeds = sorted(int(e) for e in cells["eval_seed"].unique())
 
-    policy_index = {p: i for i, p in enumerate(policy_order)}
-    task_index = {t: i for i, t in enumerate(tasks)}
-    eval_index = {e: i for i, e in enumerate(eval_seeds)}
-    seed_index = {(p, s): j for p, ss in seeds.items() for j, s in enumerate(ss)}
-    p_idx = cells["policy"].map(policy_index).to_numpy()
-    s_idx = np.array([seed_index[(p, None if pd.isna(s) else int(s))]
-                      for p, s in zip(cells["policy"], cells["train_seed"])], dtype=np.intp)
-    t_idx = np.array([task_index[t] for t in zip(cells["suite"], cells["task_id"])],
-                     dtype=np.intp)
-    e_idx = cells["eval_seed"].astype(int).map(eval_index).to_numpy()
+    p_idx = pd.Index(policy_order).get_indexer(cells["policy"])
+    # seed axis position = rank of the seed among its policy's seeds (<NA> alone: 0)
+    s_idx = (cells.groupby("policy")["train_seed"].rank(method="dense") - 1)
+    s_idx = s_idx.fillna(0).to_numpy(dtype=np.intp)
+    t_idx = pd.MultiIndex.from_tuples(tasks).get_indexer(
+        pd.MultiIndex.from_arrays([cells["suite"], cells["task_id"]]))
+    e_idx = pd.Index(eval_seeds).get_indexer(cells["eval_seed"].astype(int))
 
     shape = (len(policy_order), n_seeds, len(tasks), len(eval_seeds))
     values = np.full(shape, np.nan)

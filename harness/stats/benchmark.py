@@ -137,7 +137,9 @@ def bench_hierarchical_bootstrap(rng: np.random.Generator, *, n_policies: int = 
     ratio, reduced_ratio = scipy_seconds / harness_seconds, reduced_seconds / harness_seconds
     note = (f"{n_resamples} resamples, {n_policies} policies x {n_train_seeds} training "
             f"seeds x {n_tasks} tasks x {n_eval_seeds} eval seeds, percentile intervals, "
-            f"all resamples run (no extrapolation), after an untimed warm-up; harness and scipy best case: best of 3, scipy per policy: one run. scipy {scipy.__version__} "
+            "all resamples run (no extrapolation), after an untimed warm-up; harness and "
+            "scipy best case: best of 3 runs, scipy per policy: one run. "
+            f"scipy {scipy.__version__} "
             "stats.bootstrap resamples tasks (vectorized, batch=1000) and its statistic "
             f"adds the same training-seed draw: per policy on raw outcomes {ratio:.1f}x "
             f"slower; best case (one call on per-task means) {reduced_ratio:.1f}x slower")

@@ -13,6 +13,7 @@ resampled units), computed exactly as `scipy.stats.bootstrap` computes them.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -37,7 +38,8 @@ def _check_options(n_resamples: int, confidence: float, method: str) -> None:
         raise HarnessError(f"bootstrap method must be one of {_METHODS}, got {method!r}")
     if not 0 < confidence < 1:
         raise HarnessError(f"confidence must lie in (0, 1), got {confidence}")
-    if isinstance(n_resamples, bool) or int(n_resamples) != n_resamples or n_resamples < 2:
+    if (isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral)
+            or n_resamples < 2):
         raise HarnessError(f"n_resamples must be an integer >= 2, got {n_resamples!r}")
 
 

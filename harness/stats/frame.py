@@ -135,9 +135,9 @@ def aligned_outcomes(df: pd.DataFrame, policies: Sequence[str], *, metric: str =
         if joined is None:
             joined = rows
         else:
+            # an untrained policy's key matches every training seed of the trained ones
             shared = [c for c in on if c in joined.columns]
-            joined = joined.merge(rows, on=shared, how="inner", validate="many_to_one"
-                                  if p not in trained else "one_to_one")
+            joined = joined.merge(rows, on=shared, how="inner", validate="many_to_one")
     assert joined is not None
     if joined.empty:
         raise HarnessError(_no_shared_keys_message(per_policy, trained))

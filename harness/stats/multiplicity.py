@@ -55,7 +55,8 @@ def adjust_pvalues(p_values: Sequence[float], *, method: str,
         raise HarnessError(f"alpha must lie in (0, 1), got {alpha}")
     p = np.asarray(p_values, dtype=float)
     if p.ndim != 1 or p.size == 0:
-        raise HarnessError(f"need a non-empty family of p-values of shape (n_tests,), got {p.shape}")
+        raise HarnessError("need a non-empty family of p-values of shape (n_tests,), got "
+                           f"{p.shape}")
     if not (np.isfinite(p).all() and ((p >= 0) & (p <= 1)).all()):
         raise HarnessError(f"p-values must lie in [0, 1], got {p.tolist()}")
     reject, adjusted, _, _ = multipletests(p, alpha=alpha, method=method)

@@ -36,11 +36,12 @@ __all__ = [
 WILCOXON_ZERO_METHOD = "wilcox"
 """Zero differences (both policies scored the same on a key) are dropped before ranking.
 
-A tie carries no information about which policy is better; dropping ties conditions the test
-on the informative keys exactly as McNemar conditions on discordant pairs, so on 0/1 outcomes
-Wilcoxon reduces to the sign test (McNemar) instead of disagreeing with it. Pratt's variant
-keeps zeros in the ranking, which makes the result depend on how many ties there are and is
-not monotone in the data (Pratt 1959; Conover 1973)."""
+Here a zero is an exact tie (the same benchmark score), not a small difference rounded to
+zero, so it carries no information about which policy is better. Dropping ties conditions the
+test on the informative keys exactly as McNemar conditions on discordant pairs, so on 0/1
+outcomes Wilcoxon reduces to the sign test instead of disagreeing with McNemar. Pratt's
+variant (``"pratt"``, Pratt 1959) ranks the zeros with the rest and then drops their ranks;
+it suits measurements where zero stands for "smaller than any other difference"."""
 
 
 @dataclass(frozen=True)
