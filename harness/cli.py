@@ -193,6 +193,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 BENCHES = {
     "runner": "harness.bench:runner_report",
+    "stats": "harness.bench:stats_report",
 }
 """`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
 returns the lines to print (each figure next to its same-run baseline)."""
