@@ -111,7 +111,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         from tasks import get_suite, suite_ids
 
         for suite_id in suite_ids():
-            suite = get_suite(suite_id)
+            try:
+                suite = get_suite(suite_id)
+            except HarnessError as exc:
+                print(f"{suite_id:24s} unavailable: {exc}")
+                continue
             counts = {split: len(suite.tasks(split)) for split in ("train", "dev", "test")}
             print(f"{suite_id:24s} {counts['train']:5d} train {counts['dev']:4d} dev "
                   f"{counts['test']:4d} test  {suite.description}")
@@ -194,11 +198,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 BENCHES = {
     "runner": "harness.bench:runner_report",
     "stats": "harness.bench:stats_report",
+    "medagentbench": "harness.serve.fhir_cli:medagentbench_report",
 }
 """`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
 returns the lines to print (each figure next to its same-run baseline)."""
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "harness.serve.fhir_cli",
+)
 """Modules that add subcommands: each has ``add_commands(subparsers)``; handlers set
 ``func`` and import heavy dependencies lazily."""
 

@@ -11,6 +11,7 @@ an episode is stored as status ``error`` with its traceback and never counts as 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import platform
@@ -18,6 +19,7 @@ import subprocess
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -74,16 +76,24 @@ def policy_rng(suite_id: str, task_id: str, eval_seed: int, sample: int, policy_
     return make_rng(suite_id, task_id, eval_seed, sample, policy_id)
 
 
-async def run_episode(job: EpisodeJob, *, max_steps: int | None = None
+async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
+                      executor: Executor | None = None
                       ) -> tuple[EpisodeRecord, list[StepRecord]]:
-    """Play one episode. Exceptions propagate; `run` turns them into error records."""
+    """Play one episode. Exceptions propagate; `run` turns them into error records.
+
+    Env work of a blocking suite runs in `executor` (the loop's default pool when None).
+    """
     suite, task, policy = job.suite, job.task, job.policy
     blocking = suite.blocking
+    loop = asyncio.get_running_loop()
     started = time.perf_counter()
-    env = await asyncio.to_thread(suite.make_env, task.id) if blocking else suite.make_env(task.id)
+    if blocking:
+        env = await loop.run_in_executor(executor, suite.make_env, task.id)
+    else:
+        env = suite.make_env(task.id)
     seed = env_seed(suite.id, task.id, job.eval_seed)
     if blocking:
-        obs, info = await asyncio.to_thread(env.reset, seed=seed)
+        obs, info = await loop.run_in_executor(executor, functools.partial(env.reset, seed=seed))
     else:
         obs, info = env.reset(seed=seed)
     limit = env.max_steps if max_steps is None else min(max_steps, env.max_steps)
@@ -97,7 +107,8 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None
     while not (terminated or truncated):
         decision = await act(context)
         action = decision.action
-        result = await asyncio.to_thread(step, action) if blocking else step(action)
+        result = await loop.run_in_executor(executor, step, action) if blocking \
+            else step(action)
         info = result.info
         terminated, truncated = result.terminated, result.truncated
         t = len(steps)
@@ -121,6 +132,11 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None
         train_seed=policy.train_seed, final_observation=obs,
         policy_provenance=dict(policy.provenance))
     return record, steps
+
+
+def _last_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 def _failed(job: EpisodeJob, status: str, error: str, wall_s: float) -> EpisodeRecord:
@@ -208,7 +224,8 @@ async def run_async(config: RunConfig, *, store: Store,
             t0 = time.perf_counter()
             try:
                 async with asyncio.timeout(config.episode_timeout_s):
-                    record, steps = await run_episode(job, max_steps=config.max_steps)
+                    record, steps = await run_episode(job, max_steps=config.max_steps,
+                                                      executor=executor)
             except asyncio.TimeoutError:
                 record, steps = _failed(job, "timeout", f"episode exceeded "
                                         f"{config.episode_timeout_s}s", time.perf_counter() - t0), []
@@ -225,17 +242,23 @@ async def run_async(config: RunConfig, *, store: Store,
                 raise RunAborted(
                     f"stopped: {counts['errors']} of {counts['played']} episodes failed (more "
                     f"than max_error_rate={config.max_error_rate}); last error: "
-                    f"{(record.error or '').strip().splitlines()[-1:]}; finished episodes are "
+                    f"{_last_line(record.error)}; finished episodes are "
                     f"stored in {store.path} under run {run_id}")
 
-    with EpisodeWriter(store.path) as writer:
-        workers = [asyncio.create_task(worker())
-                   for _ in range(min(config.concurrency, len(pending)))]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            for task in workers:
-                task.cancel()
+    blocking = any(suite.blocking for suite in suites)
+    executor = ThreadPoolExecutor(config.concurrency, "env") if blocking else None
+    try:
+        with EpisodeWriter(store.path) as writer:
+            workers = [asyncio.create_task(worker())
+                       for _ in range(min(config.concurrency, len(pending)))]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for task in workers:
+                    task.cancel()
+    finally:
+        if executor is not None:  # a timed-out env call may still run: do not wait for it
+            executor.shutdown(wait=False, cancel_futures=True)
     return RunSummary(run_id, store.path, len(jobs), len(jobs) - len(pending), counts["played"],
                       counts["errors"], time.perf_counter() - started)
 

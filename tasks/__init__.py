@@ -18,6 +18,9 @@ register_suite("frozenlake", 1, "tasks.frozenlake:FrozenLakeSuite")
 register_suite("frozenlake-slippery", 1, "tasks.frozenlake:SlipperyFrozenLakeSuite")
 register_suite("sokoban", 1, "tasks.sokoban:SokobanSuite")
 register_suite("minesweeper", 1, "tasks.minesweeper:MinesweeperSuite")
+register_suite("medagentbench-v1", 1, "tasks.medagentbench:MedAgentBenchV1Suite")
+register_suite("medagentbench-v2", 1, "tasks.medagentbench:MedAgentBenchV2Suite")
+register_suite("medagentbench-v3", 1, "tasks.medagentbench:MedAgentBenchV3Suite")
 
 __all__ = [
     "Env", "EnvCheckError", "StepResult", "Suite", "SuiteBase", "TaskSpec", "check_env",
