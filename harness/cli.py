@@ -199,6 +199,7 @@ BENCHES = {
     "runner": "harness.bench:runner_report",
     "stats": "harness.bench:stats_report",
     "medagentbench": "harness.serve.fhir_cli:medagentbench_report",
+    "webshop": "tasks.webshop.bench:webshop_report",
 }
 """`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
 returns the lines to print (each figure next to its same-run baseline)."""

@@ -1,0 +1,101 @@
+"""The WebShop suites.
+
+- ``webshop@1`` (`WebShopSuite`): the official catalogue found by `tasks.webshop.data`
+  (``$WEBSHOP_DATA``, else ``../shared/data/webshop``: the real 1000-product set, 6,910
+  synthetic goals), synthetic goals, upstream's split convention (goals 0-499 test,
+  500-1499 dev, the rest train). The catalogue it ran on is named in ``description`` and in
+  every task's metadata (``data``): a different copy (the full 1.18M-product download) gives
+  different tasks under the same id, so compare scores only on the same data.
+- `WebShopHumanSuite` (``webshop-human``): the crowd-sourced goals of the same catalogue.
+  The 1000-product set carries only 13 of them (all ``test``), so it is not registered.
+- ``webshop-synthetic@1`` (`WebShopSyntheticSuite`): a generated 1,000-product catalogue
+  (`tasks.webshop.synthetic`, seed 0) for the quickstart and for runs without the data;
+  ``WebShopSyntheticSuite(n_products=100_000)`` is the same generator at scale.
+
+Task ids are ``goal-NNNNN`` (the goal's index in upstream's shuffled order); ``task_type`` is
+the product's WebShop category (beauty, electronics, fashion, garden, grocery).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tasks.base import SuiteBase, TaskSpec
+from tasks.webshop.data import Catalog, load_catalog
+from tasks.webshop.env import MAX_STEPS, WebShopEnv, WebShopWorld
+from tasks.webshop.goals import Goal, build_goals, split_of
+from tasks.webshop.synthetic import generate_catalog
+
+__all__ = ["INSTRUCTIONS", "WebShopSuite", "WebShopHumanSuite", "WebShopSyntheticSuite",
+           "task_id"]
+
+INSTRUCTIONS = (
+    "You are shopping on WebShop, a simulated online store, for the product the instruction "
+    "describes. Each observation is the current web page as its visible texts separated by "
+    "' [SEP] '. Answer with exactly one action: search[your keywords] (only on the page with "
+    "the search bar) or click[element], where element is one of the page's clickable texts, "
+    "lower-cased: a button such as 'back to search', 'next >', '< prev', 'description', "
+    "'buy now', a product id from the results, or an option value such as a size or colour. "
+    "Choose the options the instruction asks for before clicking 'buy now'; buying ends the "
+    "episode and the reward scores how well the product, its options and its price match."
+)
+
+
+def task_id(index: int) -> str:
+    return f"goal-{index:05d}"
+
+
+def _metadata(goal: Goal, index: int, source: str) -> dict[str, Any]:
+    return {"index": index, "asin": goal.asin, "instruction": goal.instruction_text,
+            "attributes": list(goal.attributes), "price_upper": goal.price_upper,
+            "goal_options": [[g, v] for g, v in goal.goal_options], "goal_kind": goal.kind,
+            "data": source}
+
+
+class WebShopSuite(SuiteBase):
+    """WebShop on an official catalogue with synthetic goals (module docstring)."""
+
+    name = "webshop"
+    version = 1
+    trivial_actions = {"buy-now": "click[buy now]", "back-to-search": "click[back to search]"}
+    instructions = INSTRUCTIONS
+    goal_kind = "synthetic"
+
+    def __init__(self, path: str | os.PathLike | None = None, *, catalog: Catalog | None = None,
+                 max_steps: int = MAX_STEPS):
+        catalog = catalog if catalog is not None else self._catalog(path)
+        goals, prices = build_goals(catalog, self.goal_kind)
+        self.catalog, self.goals, self.max_steps = catalog, goals, max_steps
+        self.world = WebShopWorld(catalog, prices)
+        self.description = (f"WebShop text mode, {self.goal_kind} goals, {len(catalog)} "
+                            f"products ({catalog.source})")
+        super().__init__([TaskSpec(task_id(i), split_of(i), g.category or "unknown",
+                                   _metadata(g, i, catalog.source))
+                          for i, g in enumerate(goals)])
+
+    def _catalog(self, path: str | os.PathLike | None) -> Catalog:
+        return load_catalog(path)
+
+    def goal(self, task: str) -> Goal:
+        return self.goals[self.task(task).metadata["index"]]
+
+    def make_env(self, task_id: str) -> WebShopEnv:
+        return WebShopEnv(self.world, self.goal(task_id), self.max_steps)
+
+
+class WebShopHumanSuite(WebShopSuite):
+    """The crowd-sourced goals of an official catalogue (upstream's ``human_goals=True``)."""
+
+    name = "webshop-human"
+    goal_kind = "human"
+
+
+class WebShopSyntheticSuite(WebShopSuite):
+    """WebShop's protocol on a generated catalogue (`tasks.webshop.synthetic`)."""
+
+    name = "webshop-synthetic"
+
+    def __init__(self, n_products: int = 1000, seed: int = 0, *, max_steps: int = MAX_STEPS):
+        self.n_products, self.seed = n_products, seed
+        super().__init__(catalog=generate_catalog(n_products, seed), max_steps=max_steps)
