@@ -136,7 +136,7 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: st
         table.add_column(column)
     for row in rows:
         table.add_row(*row)
-    Console(width=max(100, len(title))).print(table)
+    Console(width=max(150, len(title))).print(table)
 
 
 def show_leaderboard(db: str, *, run_id: str | None = None, suite: str | None = None,
@@ -150,7 +150,8 @@ def show_leaderboard(db: str, *, run_id: str | None = None, suite: str | None = 
         print(leaderboard_markdown(table))
     else:
         rows = [format_row(row) for _, row in table.iterrows()]
-        _print_table(HEADER, rows, "Leaderboard (success rate, Wilson 95% interval)")
+        _print_table(HEADER, rows, "Leaderboard: success rate; '≈ best' = not separable "
+                     "from the best after Holm")
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
@@ -167,6 +168,10 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
           f"({config.n_tasks} test tasks each)", file=sys.stderr)
     summary = _execute(config)
     show_leaderboard(config.db, run_id=summary.run_id)
+    from harness.quickstart import finish_quickstart
+
+    for line in finish_quickstart(summary, config.db):
+        print(line)
     print(f"stored {summary.planned} episodes of run {summary.run_id} in {summary.db} "
           f"({summary.wall_s:.1f}s); see `harness leaderboard --db {summary.db} --format "
           "markdown` and harness.store.load_episodes()")
@@ -200,12 +205,15 @@ BENCHES = {
     "stats": "harness.bench:stats_report",
     "medagentbench": "harness.serve.fhir_cli:medagentbench_report",
     "webshop": "tasks.webshop.bench:webshop_report",
+    "report": "harness.report.bench:report_report",
 }
 """`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
 returns the lines to print (each figure next to its same-run baseline)."""
 
 COMMAND_MODULES: tuple[str, ...] = (
     "harness.serve.fhir_cli",
+    "harness.audit.commands",
+    "harness.report.commands",
 )
 """Modules that add subcommands: each has ``add_commands(subparsers)``; handlers set
 ``func`` and import heavy dependencies lazily."""
@@ -267,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-seeds", type=int, default=40, help="eval seeds per task (runner)")
     p.set_defaults(func=cmd_bench)
 
-    for module in COMMAND_MODULES:
+    for module in dict.fromkeys(COMMAND_MODULES):  # a module listed twice adds its commands once
         importlib.import_module(module).add_commands(sub)
     return parser
 

@@ -50,6 +50,23 @@ CREATE TABLE IF NOT EXISTS trajectories (
     eval_seed INTEGER NOT NULL, sample INTEGER NOT NULL, n_steps INTEGER NOT NULL,
     steps TEXT NOT NULL,
     PRIMARY KEY (run_id, policy_id, suite, task_id, eval_seed, sample));
+CREATE TABLE IF NOT EXISTS audits (
+    audit_id TEXT PRIMARY KEY, suite TEXT NOT NULL, split TEXT NOT NULL, config TEXT NOT NULL,
+    result TEXT NOT NULL, created_at REAL NOT NULL);
+-- training metrics (harness.train): one row per (run, train seed, update step)
+CREATE TABLE IF NOT EXISTS train_metrics (
+    run_id TEXT NOT NULL, train_seed INTEGER NOT NULL, step INTEGER NOT NULL,
+    metrics TEXT NOT NULL, recorded_at REAL NOT NULL,
+    PRIMARY KEY (run_id, train_seed, step));
+-- signal results (harness.signal_eval): evaluation point sets with their reference Q, and
+-- the scores of each signal on a set
+CREATE TABLE IF NOT EXISTS signal_point_sets (
+    set_id TEXT PRIMARY KEY, suite TEXT NOT NULL, config TEXT NOT NULL, points TEXT NOT NULL,
+    reference TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS signal_results (
+    set_id TEXT NOT NULL, signal TEXT NOT NULL, family TEXT NOT NULL, model TEXT NOT NULL,
+    scores TEXT NOT NULL, info TEXT NOT NULL, created_at REAL NOT NULL,
+    PRIMARY KEY (set_id, signal, model));
 """
 
 EPISODE_COLUMNS = [
@@ -194,6 +211,92 @@ class Store:
         """Total steps stored for `run_id`."""
         return self._db.execute("SELECT COALESCE(SUM(n_steps), 0) FROM trajectories WHERE "
                                 "run_id=?", (run_id,)).fetchone()[0]
+
+
+    # -- audits ---------------------------------------------------------------------------------
+    def write_audit(self, audit_id: str, suite: str, split: str, config: dict[str, Any],
+                    result: dict[str, Any]) -> None:
+        """Store one benchmark audit (`harness.audit`), replacing an earlier one with the same id.
+        `config` and `result` are JSON-serialisable dicts."""
+        self._db.execute("INSERT OR REPLACE INTO audits VALUES (?,?,?,?,?,?)",
+                         (audit_id, suite, split, json.dumps(config, sort_keys=True),
+                          _encode(result), time.time()))
+
+    def load_audits(self, *, suite: str | Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Stored audits, oldest first: dicts with ``audit_id, suite, split, config, result,
+        created_at`` (`config` and `result` decoded)."""
+        sql, params = "SELECT * FROM audits", []
+        if suite is not None:
+            params = [suite] if isinstance(suite, str) else list(suite)
+            sql += f" WHERE suite IN ({','.join('?' * len(params))})"
+        rows = self._db.execute(sql + " ORDER BY created_at, audit_id", params).fetchall()
+        return [{"audit_id": a, "suite": s, "split": sp, "config": json.loads(c),
+                 "result": orjson.loads(r), "created_at": t} for a, s, sp, c, r, t in rows]
+
+    # -- training metrics ---------------------------------------------------------------------
+    def write_train_metrics(self, run_id: str, train_seed: int, step: int,
+                            metrics: dict[str, float]) -> None:
+        """Store the metrics of one training update (`harness.train`); a resumed run that
+        repeats a step replaces that step's row."""
+        self._db.execute("INSERT OR REPLACE INTO train_metrics VALUES (?,?,?,?,?)",
+                         (run_id, int(train_seed), int(step), _encode(metrics), time.time()))
+
+    def load_train_metrics(self, *, run_id: str | Sequence[str] | None = None,
+                           train_seed: int | None = None) -> pd.DataFrame:
+        """One row per update: columns ``run_id, train_seed, step`` and one per metric
+        (NaN where an update did not record it), sorted by run, seed and step."""
+        clauses, params = [], []
+        if run_id is not None:
+            ids = [run_id] if isinstance(run_id, str) else list(run_id)
+            clauses.append(f"run_id IN ({','.join('?' * len(ids))})")
+            params += ids
+        if train_seed is not None:
+            clauses.append("train_seed = ?")
+            params.append(int(train_seed))
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self._db.execute("SELECT run_id, train_seed, step, metrics FROM train_metrics"
+                                f"{where} ORDER BY run_id, train_seed, step", params).fetchall()
+        records = [{"run_id": r, "train_seed": seed, "step": step, **orjson.loads(m)}
+                   for r, seed, step, m in rows]
+        frame = pd.DataFrame.from_records(records)
+        return frame if not frame.empty else pd.DataFrame(columns=["run_id", "train_seed",
+                                                                   "step"])
+
+    # -- signal results -----------------------------------------------------------------------
+    def write_signal_points(self, set_id: str, suite: str, config: dict[str, Any],
+                            points: list[dict[str, Any]], reference: dict[str, Any]) -> None:
+        """Store one evaluation point set (`harness.signal_eval`): `points` as dicts
+        (`signals.base.EvaluationPoint.to_dict`), `reference` its Q-values (JSON-ready),
+        replacing an earlier set with the same id."""
+        self._db.execute("INSERT OR REPLACE INTO signal_point_sets VALUES (?,?,?,?,?,?)",
+                         (set_id, suite, json.dumps(config, sort_keys=True), _encode(points),
+                          _encode(reference), time.time()))
+
+    def load_signal_points(self, set_id: str) -> dict[str, Any] | None:
+        """The point set `set_id` as ``{set_id, suite, config, points, reference}``, or None."""
+        row = self._db.execute("SELECT set_id, suite, config, points, reference FROM "
+                               "signal_point_sets WHERE set_id=?", (set_id,)).fetchone()
+        if row is None:
+            return None
+        return {"set_id": row[0], "suite": row[1], "config": json.loads(row[2]),
+                "points": orjson.loads(row[3]), "reference": orjson.loads(row[4])}
+
+    def write_signal_result(self, set_id: str, signal: str, family: str, model: str,
+                            scores: list[list[float]], info: dict[str, Any]) -> None:
+        """Store one signal's scores on a point set (one list per point), replacing an
+        earlier result of the same (set, signal, model)."""
+        self._db.execute("INSERT OR REPLACE INTO signal_results VALUES (?,?,?,?,?,?,?)",
+                         (set_id, signal, family, model, _encode(scores), _encode(info),
+                          time.time()))
+
+    def load_signal_results(self, set_id: str) -> list[dict[str, Any]]:
+        """Every stored signal result of a point set, oldest first: dicts with ``signal,
+        family, model, scores, info``."""
+        rows = self._db.execute("SELECT signal, family, model, scores, info FROM "
+                                "signal_results WHERE set_id=? ORDER BY created_at, signal",
+                                (set_id,)).fetchall()
+        return [{"signal": s, "family": f, "model": m, "scores": orjson.loads(sc),
+                 "info": orjson.loads(i)} for s, f, m, sc, i in rows]
 
 
 def _encode(value: Any) -> str:

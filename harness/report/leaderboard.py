@@ -1,52 +1,89 @@
-"""The leaderboard: success rate with a 95% interval per policy x suite."""
+"""The leaderboard of ``harness leaderboard``: per policy x suite, the success rate with its
+Wilson interval, the hierarchical-bootstrap interval (training seeds, then tasks; the one to
+quote when episodes share tasks and seeds), and whether the policy is separable from the best
+after Holm (`harness.report.ranking`)."""
 
 from __future__ import annotations
 
+import logging
+
+import numpy as np
 import pandas as pd
 
-from harness.core import HarnessError
-from harness.stats.estimators import proportion_interval
+from harness.core import HarnessError, make_rng
+from harness.report.ranking import rank_policies
+from harness.stats.arrays import outcome_tensor
+from harness.stats.bootstrap import hierarchical_bootstrap_batch
 
-LEADERBOARD_COLUMNS = ["suite", "policy", "n", "errors", "success", "low", "high", "mean_score"]
+log = logging.getLogger(__name__)
+
+LEADERBOARD_COLUMNS = ["suite", "policy", "n", "errors", "success", "low", "high",
+                       "boot_low", "boot_high", "mean_score", "best", "p_holm", "separable"]
+"""``low/high``: Wilson 95%; ``boot_low/boot_high``: hierarchical bootstrap 95% (NaN when the
+suite has fewer than two complete tasks); ``separable``: None for the best policies."""
 
 
-def leaderboard_table(episodes: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
-    """One row per (suite, policy): episodes, errors, success rate with its Wilson interval,
-    and the mean native score. Errored episodes count as failures (and are counted apart).
+def _bootstrap_bounds(group: pd.DataFrame, suite: str, n_resamples: int
+                      ) -> dict[str, tuple[float, float]]:
+    try:
+        values, labels = outcome_tensor(group, metric="success", missing="drop_tasks")
+        result = hierarchical_bootstrap_batch(values, make_rng("leaderboard", suite),
+                                              n_resamples=n_resamples)
+    except HarnessError as exc:
+        log.info("%s: no hierarchical bootstrap (%s)", suite, exc)
+        return {}
+    return {policy: (interval.low, interval.high)
+            for policy, interval in zip(labels.policies, result.intervals)}
 
-    `episodes` is the frame of `harness.store.load_episodes`.
+
+def leaderboard_table(episodes: pd.DataFrame, *, n_resamples: int = 10_000,
+                      alpha: float = 0.05) -> pd.DataFrame:
+    """One row per (suite, policy), columns `LEADERBOARD_COLUMNS`, best first in each suite.
+
+    `episodes` is the frame of `harness.store.load_episodes`; errored episodes count as
+    failures (and are counted apart). Resampling RNGs are derived from the suite name, so the
+    same store gives the same table.
     """
     if episodes.empty:
         raise HarnessError("no episodes to rank; run `harness run` first or check the filters")
-    rows = []
-    for (suite, policy), group in episodes.groupby(["suite", "policy"], sort=True):
-        n, wins = len(group), int(group["success"].sum())
-        interval = proportion_interval(wins, n, method="wilson", confidence=confidence)
-        rows.append({"suite": suite, "policy": policy, "n": n,
-                     "errors": int((group["status"] != "ok").sum()),
-                     "success": interval.estimate, "low": interval.low, "high": interval.high,
-                     "mean_score": float(group["score"].mean())})
-    table = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
-    return table.sort_values(["suite", "success", "policy"], ascending=[True, False, True],
-                             ignore_index=True)
+    ranked = rank_policies(episodes, alpha=alpha, n_resamples=n_resamples)
+    extra = episodes.groupby(["suite", "policy"]).agg(
+        errors=("status", lambda s: int((s != "ok").sum())), mean_score=("score", "mean"))
+    table = ranked.merge(extra.reset_index(), on=["suite", "policy"], how="left")
+    bounds = {suite: _bootstrap_bounds(group, suite, n_resamples)
+              for suite, group in episodes.groupby("suite", sort=True)}
+    table["boot_low"] = [bounds[s].get(p, (np.nan, np.nan))[0]
+                         for s, p in zip(table.suite, table.policy)]
+    table["boot_high"] = [bounds[s].get(p, (np.nan, np.nan))[1]
+                          for s, p in zip(table.suite, table.policy)]
+    return table[LEADERBOARD_COLUMNS]
 
 
 def _percent(value: float) -> str:
-    return f"{100 * value:.1f}"
+    return "—" if value != value else f"{100 * value:.1f}"
+
+
+def _marker(row: pd.Series) -> str:
+    if row["best"]:
+        return "best"
+    return "≈ best" if row["separable"] is False else ""
+
+
+HEADER = ["suite", "policy", "success %", "95% CI (hier. bootstrap)", "95% CI (Wilson)", "n",
+          "errors", "mean score", "vs best (Holm)"]
 
 
 def format_row(row: pd.Series) -> list[str]:
-    """Cells of one leaderboard row as strings: suite, policy, success [low, high], ..."""
-    return [row["suite"], row["policy"],
-            f"{_percent(row['success'])} [{_percent(row['low'])}, {_percent(row['high'])}]",
-            str(row["n"]), str(row["errors"]), f"{row['mean_score']:.3f}"]
-
-
-HEADER = ["suite", "policy", "success % [95% CI]", "n", "errors", "mean score"]
+    """Cells of one leaderboard row as strings, in `HEADER` order."""
+    return [row["suite"], row["policy"], _percent(row["success"]),
+            f"[{_percent(row['boot_low'])}, {_percent(row['boot_high'])}]",
+            f"[{_percent(row['low'])}, {_percent(row['high'])}]",
+            str(row["n"]), str(row["errors"]), f"{row['mean_score']:.3f}", _marker(row)]
 
 
 def leaderboard_markdown(table: pd.DataFrame) -> str:
-    """The leaderboard as a GitHub-flavoured Markdown table (Wilson 95% intervals)."""
+    """The leaderboard as a GitHub-flavoured Markdown table. "≈ best": not separable from the
+    best policy of its suite (clustered sign-flip test, Holm-adjusted, alpha 0.05)."""
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(format_row(row)) + " |" for _, row in table.iterrows()]
     return "\n".join(lines)

@@ -44,7 +44,8 @@ def test_run_then_leaderboard_markdown(tmp_path):
     board = _harness("leaderboard", "--db", db, "--format", "markdown")
     assert board.returncode == 0
     oracle_row = next(line for line in board.stdout.splitlines() if "| oracle |" in line)
-    assert "100.0 [56.6, 100.0]" in oracle_row  # Wilson interval for 5 of 5
+    assert "| 100.0 | [100.0, 100.0] | [56.6, 100.0] |" in oracle_row  # Wilson for 5 of 5
+    assert "| best |" in oracle_row
 
 
 def test_export(tmp_path):

@@ -1,0 +1,246 @@
+"""`audit_suite`: is a benchmark's reward trustworthy? Measured with the runner, stored.
+
+One audit of a suite's split plays two runs through `harness.runner` (so they resume and
+land in the store like any run):
+
+- the *base run*: the base policy, ``k`` samples of each task at eval seed 0, for
+  learnability under GRPO and sampling headroom (`harness.audit.learnability`);
+- the *probe run*: every trivial probe, the oracle (when the suite has one), the suite's
+  declared exploits and the greedy policy (when given), ``eval_seeds`` seeds per task, for
+  the reward ceilings (`harness.audit.ceilings`).
+
+Then it re-grades a spread of the stored trajectories (`harness.audit.determinism`) and
+writes the result to the store's ``audits`` table (`harness.audit.records`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from harness.audit.ceilings import ALL, oracle_ceiling, success_by_type, trivial_ceiling
+from harness.audit.determinism import FLAKY_COLUMNS, check_determinism
+from harness.audit.learnability import headroom_by_type, learnability
+from harness.audit.probes import Probe, exploit_probes, trivial_probes
+from harness.config import RunConfig
+from harness.core import ConfigError, HarnessError
+from harness.policies import make_policy
+from harness.runner import RunAborted, run
+from harness.store import Store
+from tasks import get_suite
+from tasks.base import SPLITS, HasOracle, Suite
+
+__all__ = ["AuditConfig", "AuditResult", "BasePolicyFailed", "audit_suite"]
+
+log = logging.getLogger(__name__)
+
+
+class BasePolicyFailed(HarnessError):
+    """The base policy errored on (nearly) every episode, so learnability cannot be measured."""
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """What one audit measures. Defaults: k=8 samples (a common GRPO group size), a 10%
+    trivial-ceiling threshold (MedAgentBench's finish-immediately policy scored 41.7%)."""
+
+    suite: str
+    split: str = "test"
+    base_policy: str = "random"
+    k: int = 8
+    n_tasks: int | None = None
+    eval_seeds: int = 2
+    threshold: float = 0.10
+    greedy_policy: str | None = None
+    regrades: int = 3
+    max_regraded: int = 100
+    db: str = "results/harness.db"
+    concurrency: int = 8
+
+    def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ConfigError(f"split must be one of {', '.join(SPLITS)}, got {self.split!r}")
+        for name, low in (("k", 2), ("eval_seeds", 1), ("regrades", 1), ("max_regraded", 0),
+                          ("concurrency", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"audit {name} must be an integer >= {low}, got {value!r}")
+        if self.n_tasks is not None and (not isinstance(self.n_tasks, int) or self.n_tasks < 1):
+            raise ConfigError(f"audit n_tasks must be a positive integer, got {self.n_tasks!r}")
+        if not 0 <= self.threshold < 1:
+            raise ConfigError(f"audit threshold must lie in [0, 1), got {self.threshold}")
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that decide what is measured (stored with the audit)."""
+        data = asdict(self)
+        for name in ("db", "concurrency"):
+            data.pop(name)
+        return data
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """One audit. Tables are DataFrames; `summary` holds the headline numbers.
+
+    rates: every probe's success per task type (`ceilings.RATE_COLUMNS`; kind ``trivial``,
+    ``exploit``, ``oracle`` or ``greedy``). ceiling: `ceilings.trivial_ceiling`.
+    oracle_failures: `ceilings.oracle_ceiling` failures. learnability, headroom: per task type
+    (`learnability`). flaky: `determinism.FLAKY_COLUMNS`.
+    """
+
+    audit_id: str
+    suite: str
+    split: str
+    config: dict[str, Any]
+    run_ids: tuple[str, ...]
+    notes: tuple[str, ...]
+    rates: pd.DataFrame
+    ceiling: pd.DataFrame
+    oracle_failures: pd.DataFrame
+    learnability: pd.DataFrame
+    headroom: pd.DataFrame
+    n_regraded: int
+    flaky: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FLAKY_COLUMNS))
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Headline numbers: oracle success, trivial ceiling, flagged task types, zero-gradient
+        share, headroom, flaky trajectories, best exploit (None where not measured)."""
+        def overall(table: pd.DataFrame, column: str) -> float | None:
+            row = table[table["task_type"] == ALL]
+            return None if row.empty else float(row[column].iloc[0])
+
+        oracle = self.rates[(self.rates["kind"] == "oracle") & (self.rates["task_type"] == ALL)]
+        exploits = self.rates[(self.rates["kind"] == "exploit") & (self.rates["task_type"] == ALL)]
+        ceiling = self.ceiling[self.ceiling["task_type"] == ALL].iloc[0]
+        return {
+            "oracle_success": None if oracle.empty else float(oracle["success"].iloc[0]),
+            "oracle_failing_tasks": len(self.oracle_failures),
+            "ceiling": float(ceiling["success"]), "ceiling_probe": str(ceiling["probe"]),
+            "threshold": float(self.config["threshold"]),
+            "flagged_types": [str(t) for t in self.ceiling.loc[
+                self.ceiling["flagged"] & (self.ceiling["task_type"] != ALL), "task_type"]],
+            "zero_gradient": overall(self.learnability, "zero_gradient"),
+            "pass_at_k": overall(self.learnability, "pass_at_k"),
+            "headroom": overall(self.headroom, "headroom"),
+            "n_regraded": self.n_regraded, "n_flaky": len(self.flaky),
+            "exploit_max": None if exploits.empty else float(exploits["success"].max()),
+        }
+
+
+def _digest(data: dict[str, Any]) -> str:
+    return hashlib.blake2b(json.dumps(data, sort_keys=True).encode(), digest_size=5).hexdigest()
+
+
+def _run(config: AuditConfig, suite: Suite, run_id: str, policies: list, *, samples: int,
+         eval_seeds: tuple[int, ...], max_error_rate: float) -> pd.DataFrame:
+    run_config = RunConfig(policies=tuple(p.id for p in policies), suites=(suite.id,),
+                           split=config.split, n_tasks=config.n_tasks, eval_seeds=eval_seeds,
+                           samples=samples, db=config.db, run_id=run_id,
+                           concurrency=config.concurrency, max_error_rate=max_error_rate)
+    run(run_config, policies=policies)
+    with Store(config.db) as store:
+        return store.load_episodes(run_id=run_id)
+
+
+def _base_episodes(config: AuditConfig, suite: Suite, run_id: str) -> pd.DataFrame:
+    policy = make_policy(config.base_policy)
+    try:
+        frame = _run(config, suite, run_id, [policy], samples=config.k, eval_seeds=(0,),
+                     max_error_rate=0.5)
+    except RunAborted as exc:
+        raise BasePolicyFailed(f"base policy {config.base_policy!r} fails on {suite.id}; the "
+                               f"audit stopped ({exc})") from None
+    errors = frame[frame["status"] != "ok"]
+    if len(errors) == len(frame):
+        last = (errors["error"].iloc[-1] or "").strip().splitlines()[-1:]
+        raise BasePolicyFailed(f"base policy {config.base_policy!r} errored on every one of its "
+                               f"{len(frame)} episodes on {suite.id}; the audit stopped (last "
+                               f"error: {last})")
+    return frame
+
+
+def _probes(config: AuditConfig, suite: Suite, notes: list[str]) -> list[Probe]:
+    probes = trivial_probes(suite)
+    if not suite.trivial_actions:
+        notes.append(f"{suite.id} declares no trivial actions: only the built-in probes "
+                     "(empty answer, invalid output, random) were played")
+    first = suite.tasks(config.split)[0]
+    if isinstance(suite.make_env(first.id), HasOracle):
+        probes.append(Probe("oracle", "oracle", make_policy("oracle")))
+    else:
+        notes.append(f"{suite.id} has no oracle: the oracle ceiling was not measured")
+    probes += exploit_probes(suite)
+    if config.greedy_policy:
+        probes.append(Probe(f"greedy {config.greedy_policy}", "greedy",
+                            make_policy(config.greedy_policy)))
+    unique: dict[str, Probe] = {}
+    for probe in probes:
+        if probe.policy.id in unique:
+            notes.append(f"probe {probe.name!r} is the same policy as "
+                         f"{unique[probe.policy.id].name!r}; played once")
+            continue
+        unique[probe.policy.id] = probe
+    return list(unique.values())
+
+
+def _error_note(frame: pd.DataFrame, what: str) -> str | None:
+    errors = int((frame["status"] != "ok").sum())
+    if not errors:
+        return None
+    return f"{errors} of {len(frame)} {what} episodes errored (counted as failures)"
+
+
+def audit_suite(config: AuditConfig) -> AuditResult:
+    """Audit ``config.suite`` (see the module docstring) and store the result in
+    ``config.db``. `UnknownNameError` for an unknown suite or policy; `BasePolicyFailed` when
+    the base policy errors on every episode."""
+    suite = get_suite(config.suite)
+    if not suite.tasks(config.split):
+        raise HarnessError(f"{suite.id} has no {config.split} tasks to audit")
+    identity = {"suite_id": suite.id, **config.identity()}
+    digest = _digest(identity)
+    audit_id = f"audit-{suite.id}-{config.split}-{digest}"
+    base_run, probe_run = f"{audit_id}-base", f"{audit_id}-probes"
+    notes: list[str] = []
+
+    base = _base_episodes(config, suite, base_run)
+    probes = _probes(config, suite, notes)
+    probe_frame = _run(config, suite, probe_run, [p.policy for p in probes], samples=1,
+                       eval_seeds=tuple(range(config.eval_seeds)), max_error_rate=1.0)
+    notes += [n for n in (_error_note(base, "base-policy"), _error_note(probe_frame, "probe"))
+              if n]
+    kinds = {p.policy.id: (p.name, p.kind) for p in probes}
+    rates = success_by_type(probe_frame, kinds)
+    oracle_ids = [p.policy.id for p in probes if p.kind == "oracle"]
+    failures = (oracle_ceiling(probe_frame, oracle_ids[0])[1] if oracle_ids
+                else pd.DataFrame(columns=["task_id", "task_type", "n", "successes", "rate",
+                                           "verdict"]))
+    greedy = None
+    if config.greedy_policy:
+        greedy = probe_frame[probe_frame["eval_seed"].isin(base["eval_seed"].unique())]
+    headroom = headroom_by_type(base, config.base_policy, config.k, greedy=greedy,
+                                greedy_policy=config.greedy_policy)
+    if not config.greedy_policy:
+        notes.append("no greedy policy given: headroom is pass@k over one sample (pass@1) of "
+                     "the base policy")
+    with Store(config.db) as store:
+        n_regraded, flaky = check_determinism(
+            suite, store, pd.concat([base, probe_frame], ignore_index=True),
+            regrades=config.regrades, limit=config.max_regraded)
+    result = AuditResult(
+        audit_id=audit_id, suite=suite.id, split=config.split, config=identity,
+        run_ids=(base_run, probe_run), notes=tuple(notes), rates=rates,
+        ceiling=trivial_ceiling(rates, threshold=config.threshold), oracle_failures=failures,
+        learnability=learnability(base, config.base_policy, config.k), headroom=headroom,
+        n_regraded=n_regraded, flaky=flaky)
+    from harness.audit.records import write_audit  # records imports this module's types
+
+    write_audit(config.db, result)
+    log.info("audit %s stored in %s", audit_id, config.db)
+    return result

@@ -1,0 +1,20 @@
+"""The quickstart's ending: an audit of each embedded suite and a report folder."""
+
+from harness.audit.records import load_audits
+from harness.quickstart import QUICKSTART_SUITES, finish_quickstart, quickstart_config
+from harness.runner import run
+
+
+def test_finish_quickstart_audits_every_suite_and_writes_a_report(tmp_path):
+    db = str(tmp_path / "q.db")
+    summary = run(quickstart_config(db, n_tasks=4))
+    out = tmp_path / "reports" / "quickstart"
+    lines = finish_quickstart(summary, db, out=out, n_tasks=4)
+    assert [line.split(":")[0] for line in lines[:4]] == [f"audit {s}" for s in
+                                                          QUICKSTART_SUITES]
+    assert "audit frozenlake@1: oracle 100.0%" in lines[0]
+    assert "audit sokoban@1: oracle 100.0%" in lines[2]
+    assert lines[4].startswith(f"report: {out}/") and (out / "index.html").is_file()
+    assert {a.suite for a in load_audits(db)} == set(QUICKSTART_SUITES)
+    board = (out / "tables" / "leaderboard.md").read_text()
+    assert "| oracle |" in board and "audit:empty" not in board
