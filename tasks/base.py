@@ -278,7 +278,9 @@ def check_env(env: Env, *, seed: int = 0, n_steps: int = 30) -> None:
     Checks: observation/info types and required info keys; determinism (same seed + same
     actions => same trajectory); an unparseable action is flagged ``invalid`` and leaves the
     state unchanged; ``truncated`` becomes true exactly at ``max_steps``; snapshot/restore
-    round-trips; the oracle's action and Q-value keys are admissible.
+    round-trips; the oracle's action and Q-value keys are admissible (an env whose
+    ``free_form_actions`` is true, e.g. free-text search, lists only examples, so its oracle
+    may act outside the list).
     """
     problems: list[str] = []
     if not isinstance(env, Env) or not isinstance(getattr(env, "max_steps", None), int):
@@ -350,9 +352,10 @@ def _check_capabilities(env: Any, seed: int, problems: list[str]) -> None:
     admissible = info.get("admissible_actions")
     if isinstance(env, HasOracle):
         action = env.oracle_action()
+        free_form = getattr(env, "free_form_actions", False)
         if not isinstance(action, str):
             problems.append("oracle_action() must return str")
-        elif admissible is not None and action not in admissible:
+        elif admissible is not None and not free_form and action not in admissible:
             problems.append(f"oracle_action() {action!r} is not admissible")
     if isinstance(env, HasQValues):
         q = env.q_values()

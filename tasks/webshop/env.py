@@ -36,7 +36,7 @@ from tasks.webshop.actions import parse_action, search_action
 from tasks.webshop.data import Catalog, Product
 from tasks.webshop.goals import Goal
 from tasks.webshop.nouns import NounTagger, default_tagger
-from tasks.webshop.oracle import expert_action, expert_query
+from tasks.webshop.oracle import expert_action
 from tasks.webshop.pages import (BACK_TO_SEARCH, BUY_NOW, NEXT_PAGE, PREV_PAGE, PRODUCT_WINDOW,
                                  SUB_PAGES, PageView, done_page, item_page, results_page,
                                  search_page, sub_page)
@@ -92,6 +92,9 @@ class WebShopWorld:
 
 class WebShopEnv:
     """One goal of WebShop as a text environment (see the module docstring)."""
+
+    free_form_actions = True
+    """``search[...]`` takes any text: `admissible_actions` lists one example search only."""
 
     def __init__(self, world: WebShopWorld, goal: Goal, max_steps: int = MAX_STEPS):
         self.world = world
@@ -188,17 +191,13 @@ class WebShopEnv:
         return StepResult(self.view().text, reward, terminated, truncated, self._info(invalid))
 
     def admissible_actions(self) -> list[str]:
-        """``click[x]`` for every clickable of the page. Any ``search[...]`` is valid on the
-        start page; the ones listed there are the instruction text and, when that search does
-        not list the goal's product (32 of the 6,910 goals of the 1000-product set), the query
-        the scripted expert uses instead (the product's title)."""
+        """``click[x]`` for every clickable of the page. Any ``search[...]`` is valid where
+        there is a search bar (`free_form_actions`); the one listed is the instruction text.
+        Listing the expert's own query would leak the product's title to other policies."""
         if self.state.kind == "done":
             return []
         view = self.view()
-        actions = []
-        if view.has_search_bar:
-            actions = list(dict.fromkeys([search_action(self.goal.instruction_text),
-                                          search_action(expert_query(self)[0])]))
+        actions = [search_action(self.goal.instruction_text)] if view.has_search_bar else []
         return actions + [f"click[{c}]" for c in view.clickables if c != "search"]
 
     def _info(self, invalid: bool) -> dict[str, Any]:
