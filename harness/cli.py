@@ -206,6 +206,8 @@ BENCHES = {
     "medagentbench": "harness.serve.fhir_cli:medagentbench_report",
     "webshop": "tasks.webshop.bench:webshop_report",
     "report": "harness.report.bench:report_report",
+    "signals": "harness.signal_eval.bench:signals_report",
+    "llm": "harness.serve.bench:llm_report",
 }
 """`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
 returns the lines to print (each figure next to its same-run baseline)."""
@@ -214,6 +216,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.serve.fhir_cli",
     "harness.audit.commands",
     "harness.report.commands",
+    "harness.signal_eval.cli",
+    "harness.serve",
 )
 """Modules that add subcommands: each has ``add_commands(subparsers)``; handlers set
 ``func`` and import heavy dependencies lazily."""

@@ -51,6 +51,10 @@ class EpisodeRecord:
     truncated: bool
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    retries: int = 0
+    """Model requests retried (429, 5xx, timeouts, dropped connections) over the episode."""
+    model_latency_s: float = 0.0
+    """Seconds spent waiting on the policy (model calls), summed over the turns."""
     wall_s: float = 0.0
     train_seed: int | None = None
     error: str | None = None

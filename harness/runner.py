@@ -3,9 +3,10 @@
 Episodes run as asyncio tasks, at most `RunConfig.concurrency` at a time. Policies are awaited
 (model calls overlap); environment work runs inline for cheap suites and in worker threads for
 suites that declare ``blocking = True``. Each episode is written to the store as soon as it
-finishes, in one transaction; keys already stored for the run are skipped, so rerunning an
-interrupted command finishes the run with every episode stored exactly once. An exception in
-an episode is stored as status ``error`` with its traceback and never counts as a success.
+finishes, in one transaction; keys already stored ``ok`` for the run are skipped, so rerunning
+an interrupted command finishes the run with every episode stored exactly once. An exception
+in an episode is stored as status ``error`` (or ``timeout``) with its traceback and never
+counts as a success; a rerun plays such episodes again and replaces their record.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
                              obs, info, instructions=getattr(suite, "instructions", ""))
     steps: list[StepRecord] = []
     total_reward, n_invalid, prompt_tokens, completion_tokens = 0.0, 0, 0, 0
+    retries, model_latency_s = 0, 0.0
     terminated = truncated = False
     history, act, step = context.history, policy.act, env.step
     while not (terminated or truncated):
@@ -120,6 +122,8 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
         n_invalid += info.get("invalid", False)
         prompt_tokens += decision.prompt_tokens
         completion_tokens += decision.completion_tokens
+        retries += decision.retries
+        model_latency_s += decision.latency_s
         history.append((obs, action))
         obs = result.observation
         context.observation, context.info, context.step = obs, info, t + 1
@@ -128,7 +132,8 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
         success=bool(info.get("won", False)), score=float(info.get("score", 0.0)),
         total_reward=total_reward, n_steps=len(steps), n_invalid=int(n_invalid),
         terminated=terminated, truncated=truncated, prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens, wall_s=time.perf_counter() - started,
+        completion_tokens=completion_tokens, retries=retries, model_latency_s=model_latency_s,
+        wall_s=time.perf_counter() - started,
         train_seed=policy.train_seed, final_observation=obs,
         policy_provenance=dict(policy.provenance))
     return record, steps
@@ -208,7 +213,7 @@ async def run_async(config: RunConfig, *, store: Store,
         raise HarnessError("a run needs at least one policy and one suite")
     run_id = config.resolved_run_id()
     store.begin_run(run_id, config.identity(), provenance())
-    done = store.stored_keys(run_id)
+    done = store.stored_keys(run_id, statuses=("ok",))
     jobs = list(plan_jobs(config, policies, suites))
     pending = [job for job in jobs if job.key not in done]
     if on_plan:
@@ -248,7 +253,7 @@ async def run_async(config: RunConfig, *, store: Store,
     blocking = any(suite.blocking for suite in suites)
     executor = ThreadPoolExecutor(config.concurrency, "env") if blocking else None
     try:
-        with EpisodeWriter(store.path) as writer:
+        with EpisodeWriter(store.path, replace=True) as writer:
             workers = [asyncio.create_task(worker())
                        for _ in range(min(config.concurrency, len(pending)))]
             try:

@@ -28,7 +28,7 @@ import pandas as pd
 from harness.core import ConfigError, HarnessError
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_DB = Path("results") / "harness.db"
 
 _SCHEMA = """
@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS episodes (
     task_type TEXT NOT NULL, split TEXT NOT NULL, train_seed INTEGER, status TEXT NOT NULL,
     success INTEGER NOT NULL, score REAL, total_reward REAL NOT NULL, n_steps INTEGER NOT NULL,
     n_invalid INTEGER NOT NULL, terminated INTEGER NOT NULL, truncated INTEGER NOT NULL,
-    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, wall_s REAL NOT NULL,
+    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, retries INTEGER NOT NULL,
+    model_latency_s REAL NOT NULL, wall_s REAL NOT NULL,
     error TEXT, final_observation TEXT, policy_provenance TEXT, finished_at REAL NOT NULL,
     PRIMARY KEY (run_id, policy_id, suite, task_id, eval_seed, sample));
 CREATE TABLE IF NOT EXISTS trajectories (
@@ -72,7 +73,8 @@ CREATE TABLE IF NOT EXISTS signal_results (
 EPISODE_COLUMNS = [
     "run_id", "policy", "suite", "task_id", "task_type", "split", "train_seed", "eval_seed",
     "sample", "status", "success", "score", "total_reward", "n_steps", "n_invalid",
-    "terminated", "truncated", "prompt_tokens", "completion_tokens", "wall_s", "error",
+    "terminated", "truncated", "prompt_tokens", "completion_tokens", "retries",
+    "model_latency_s", "wall_s", "error",
 ]
 """Columns of `load_episodes`, in order."""
 
@@ -304,14 +306,15 @@ def _encode(value: Any) -> str:
     return orjson.dumps(value, default=repr, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
-_EPISODE_PLACEHOLDERS = ",".join("?" * 24)
+_EPISODE_PLACEHOLDERS = ",".join("?" * 26)
 
 
 def _episode_row(key: tuple, episode: EpisodeRecord) -> tuple:
     return (*key, episode.task_type, episode.split, episode.train_seed, episode.status,
             int(episode.success), episode.score, episode.total_reward, episode.n_steps,
             episode.n_invalid, int(episode.terminated), int(episode.truncated),
-            episode.prompt_tokens, episode.completion_tokens, episode.wall_s, episode.error,
+            episode.prompt_tokens, episode.completion_tokens, episode.retries,
+            episode.model_latency_s, episode.wall_s, episode.error,
             episode.final_observation, _encode(episode.policy_provenance),
             time.time())
 
@@ -383,10 +386,10 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     for column in ("success", "terminated", "truncated"):
         frame[column] = frame[column].astype(bool)
     for column in ("eval_seed", "sample", "n_steps", "n_invalid", "prompt_tokens",
-                   "completion_tokens"):
+                   "completion_tokens", "retries"):
         frame[column] = frame[column].astype("int64")
     frame["train_seed"] = frame["train_seed"].astype("Int64")
-    for column in ("score", "total_reward", "wall_s"):
+    for column in ("score", "total_reward", "model_latency_s", "wall_s"):
         frame[column] = frame[column].astype(float)
     frame["error"] = frame["error"].astype(object).where(frame["error"].notna(), None)
     return frame

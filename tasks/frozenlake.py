@@ -275,6 +275,12 @@ class FrozenLakeSuite(SuiteBase):
     name = "frozenlake"
     version = 1
     description = "FrozenLake (Gymnasium dynamics, RAGEN text), deterministic, 4x4 and 8x8 maps"
+    instructions = (
+        "You are walking on a frozen lake. Move the player P from the top-left corner to the "
+        "goal G without falling into a hole O. Map symbols: P player, _ frozen ice, O hole, "
+        "G goal, X player in a hole, \u221a player on the goal. Walking into the edge of the "
+        "map leaves you in place. Answer with one move: Left, Down, Right or Up."
+    )
     trivial_actions = {f"always-{a.lower()}": a for a in ACTIONS}
     slippery = False
 
@@ -300,4 +306,7 @@ class SlipperyFrozenLakeSuite(FrozenLakeSuite):
     name = "frozenlake-slippery"
     version = 1
     description = "FrozenLake (Gymnasium dynamics, RAGEN text), slippery, 4x4 and 8x8 maps"
+    instructions = FrozenLakeSuite.instructions.replace(
+        "Walking into", "The ice is slippery: a move goes the intended way or to either side "
+        "of it, each with probability 1/3. Walking into")
     slippery = True

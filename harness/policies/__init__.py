@@ -37,5 +37,9 @@ def make_policy(spec: str) -> Policy:
     return _BACKENDS[name][0](spec, argument)
 
 
+from harness.policies.specs import register_model_backends  # noqa: E402 - after the registry
+
+register_model_backends()
+
 __all__ = ["Decision", "EpisodeContext", "Policy", "make_policy", "policy_names",
            "register_policy"]

@@ -28,6 +28,8 @@ class Decision:
     logprobs: tuple[float, ...] | None = None
     latency_s: float = 0.0
     parsed: bool = True
+    retries: int = 0
+    """Request retries (rate limits, server errors, timeouts) this decision needed."""
 
 
 @dataclass

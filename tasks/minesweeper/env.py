@@ -183,6 +183,12 @@ class MinesweeperSuite(SuiteBase):
     version = 1
     description = ("Classic Minesweeper without flags: open every safe cell; the first "
                    "opening is always safe. Score: fraction of safe cells opened.")
+    instructions = (
+        "You are playing Minesweeper without flags. Open every cell that has no mine; opening "
+        "a mine loses. Your first opening is always safe. Board symbols: ? closed, . open with "
+        "no adjacent mine, 1-8 open with that many adjacent mines, * mine, X the mine you "
+        "opened. Answer with one closed cell as [row col], 0-indexed, row first, e.g. [2 3]."
+    )
     trivial_actions = {"corner": "[0 0]"}
     """Repeating it opens the corner once, then is invalid: a do-nothing baseline."""
 

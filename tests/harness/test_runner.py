@@ -125,3 +125,41 @@ def test_run_needs_policies_and_suites(tmp_path):
 
     with pytest.raises(HarnessError, match="at least one policy"):
         run(_config(tmp_path, policies=()))
+
+
+def test_rerun_plays_failed_episodes_again_and_replaces_them(tmp_path):
+    config = _config(tmp_path, policies=("flaky",), n_tasks=6, max_error_rate=1.0)
+    first = run(config, policies=[_Flaky()])
+    assert first.errors > 0
+    healed = _Flaky()
+    healed.always_fail, healed.act = False, healed.random.act  # the same policy id, now healthy
+    second = run(config, policies=[healed])
+    assert (second.played, second.skipped) == (first.errors, first.planned - first.errors)
+    frame = load_episodes(config.db)
+    assert len(frame) == first.planned and (frame.status == "ok").all()
+
+
+class _Counting:
+    """A random policy whose every decision reports one retry and 10 ms of model latency."""
+
+    train_seed = None
+    provenance = {"kind": "test"}
+    id = "counting"
+
+    def __init__(self):
+        self.random = make_policy("random")
+
+    async def act(self, context):
+        decision = await self.random.act(context)
+        return Decision(decision.action, decision.raw_output, prompt_tokens=3,
+                        completion_tokens=2, latency_s=0.01, retries=1)
+
+
+def test_token_counts_retries_and_latency_are_summed_per_episode(tmp_path):
+    config = _config(tmp_path, policies=("counting",), n_tasks=3, eval_seeds=(0,))
+    run(config, policies=[_Counting()])
+    frame = load_episodes(config.db)
+    assert (frame.retries == frame.n_steps).all()
+    assert (frame.prompt_tokens == 3 * frame.n_steps).all()
+    assert (frame.completion_tokens == 2 * frame.n_steps).all()
+    assert frame.model_latency_s.to_numpy() == pytest.approx(0.01 * frame.n_steps.to_numpy())

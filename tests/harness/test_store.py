@@ -8,7 +8,7 @@ import pytest
 
 from harness.core import ConfigError, HarnessError
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
-from harness.store import EPISODE_COLUMNS, EpisodeWriter, Store, export_episodes, load_episodes
+from harness.store import EPISODE_COLUMNS, SCHEMA_VERSION, EpisodeWriter, Store, export_episodes, load_episodes
 
 
 def _episode(task="t1", seed=0, sample=0, status="ok", success=True, train_seed=None):
@@ -16,7 +16,8 @@ def _episode(task="t1", seed=0, sample=0, status="ok", success=True, train_seed=
         key=EpisodeKey("random", "frozenlake@1", task, seed, sample), task_type="4x4",
         split="test", status=status, success=success, score=1.0 if success else 0.0,
         total_reward=1.0, n_steps=2, n_invalid=1, terminated=True, truncated=False,
-        prompt_tokens=5, completion_tokens=7, wall_s=0.01, train_seed=train_seed,
+        prompt_tokens=5, completion_tokens=7, retries=2, model_latency_s=0.5, wall_s=0.01,
+        train_seed=train_seed,
         error=None if status == "ok" else "Traceback ...\nValueError: boom")
 
 
@@ -42,6 +43,7 @@ def test_round_trip_of_episode_and_trajectory(store):
     assert row.success is True or row.success == True  # noqa: E712 - numpy bool
     assert frame["success"].dtype == bool and frame["train_seed"].dtype == "Int64"
     assert pd.isna(row.train_seed)
+    assert (row.retries, row.model_latency_s, row.prompt_tokens) == (2, 0.5, 5)
     assert store.load_steps("run-1", _episode().key) == STEPS
     assert store.count_steps("run-1") == 2
 
@@ -50,7 +52,8 @@ def test_wal_mode_and_schema_version(tmp_path):
     Store(tmp_path / "w.db").close()
     db = sqlite3.connect(tmp_path / "w.db")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "1"
+    stored = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+    assert stored == str(SCHEMA_VERSION)
     db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
     db.commit()
     with pytest.raises(HarnessError, match="schema version 99"):

@@ -1,0 +1,141 @@
+"""Model-backed policies: one `ModelPolicy` over any `ChatBackend` (openai, hf, vllm).
+
+The policy renders the episode context into chat messages with its `Scaffold`, asks the
+backend for one completion, parses the action and returns a `Decision` carrying the raw
+output, token counts, log-probabilities (when asked for and offered), latency (wall time of
+the call, retries included) and the retries the call needed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from harness.policies.base import Decision, EpisodeContext
+from harness.policies.scaffold import Messages, Scaffold
+from harness.policies.specs import ModelOptions
+
+__all__ = ["Sampling", "Completion", "ChatResult", "ChatBackend", "ModelPolicy"]
+
+SEED_RANGE = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Decoding parameters of one request."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    n: int = 1
+    logprobs: bool = False
+    top_logprobs: int = 0
+
+    @classmethod
+    def from_options(cls, options: ModelOptions, **overrides: Any) -> Sampling:
+        values = {name: getattr(options, name) for name in (
+            "temperature", "top_p", "max_tokens", "stop", "seed", "logprobs", "top_logprobs")}
+        return cls(**{**values, **overrides})
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One generated continuation. `token_ids` are the generated ids (an end-of-sequence
+    token included when one was generated; local backends only); `logprobs` has shape
+    ``(completion tokens,)``; `top_logprobs` holds, per token, the most likely
+    ``(token text, logprob)`` pairs, best first, and `top_ids` their ids (local backends)."""
+
+    text: str
+    finish_reason: str = "stop"
+    token_ids: tuple[int, ...] | None = None
+    logprobs: tuple[float, ...] | None = None
+    top_logprobs: tuple[tuple[tuple[str, float], ...], ...] | None = None
+    top_ids: tuple[tuple[int, ...], ...] | None = None
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """The `n` completions of one request, with usage and the retries it needed."""
+
+    choices: tuple[Completion, ...]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+
+
+class ChatBackend(Protocol):
+    """What a `ModelPolicy` needs from a backend."""
+
+    context_tokens: int | None
+    """The model's context length, when known."""
+
+    async def chat(self, messages: Messages, sampling: Sampling) -> ChatResult: ...
+
+    def count_tokens(self, messages: Messages) -> int | None:
+        """Prompt tokens of `messages`; None when the backend cannot count them."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance of the model (path, served model id, config, ...)."""
+        ...
+
+
+class ModelPolicy:
+    """A policy that asks a language model for each action."""
+
+    def __init__(self, spec: str, backend: ChatBackend, options: ModelOptions, *,
+                 train_seed: int | None = None, provenance: Mapping[str, Any] | None = None):
+        self.id = spec
+        self.backend = backend
+        self.options = options
+        self.train_seed = train_seed
+        self.scaffold = Scaffold(options.format, options.history, options.max_action_chars)
+        self.sampling = Sampling.from_options(options)
+        self.provenance: Mapping[str, Any] = {
+            "kind": spec.partition(":")[0], "spec": spec, **backend.describe(),
+            **(provenance or {})}
+        self.calls = self.retries = self.unparsed = 0
+
+    def budget(self) -> int | None:
+        context = self.options.context or self.backend.context_tokens
+        return None if context is None else context - self.options.max_tokens
+
+    def prompt(self, context: EpisodeContext) -> Messages:
+        """The chat messages for the current turn, trimmed to the token budget."""
+        budget = self.budget()
+        counter = self.backend.count_tokens if budget is not None else None
+        return self.scaffold.messages(context, budget=budget, count_tokens=counter)
+
+    async def act(self, context: EpisodeContext) -> Decision:
+        messages = self.prompt(context)
+        sampling = self.sampling
+        if sampling.seed is None:
+            sampling = replace(sampling, seed=int(context.rng.integers(SEED_RANGE)))
+        started = time.perf_counter()
+        result = await self.backend.chat(messages, sampling)
+        latency = time.perf_counter() - started
+        choice = result.choices[0]
+        parsed = self.scaffold.parse(choice.text)
+        self.calls += 1
+        self.retries += result.retries
+        self.unparsed += not parsed.ok
+        return Decision(action=parsed.env_action, raw_output=choice.text,
+                        prompt_tokens=result.prompt_tokens,
+                        completion_tokens=result.completion_tokens,
+                        logprobs=choice.logprobs, latency_s=latency, parsed=parsed.ok,
+                        retries=result.retries)
+
+    async def aclose(self) -> None:
+        """Release the backend's connections (they are also released when the event loop
+        that used them ends)."""
+        close = getattr(self.backend, "aclose", None)
+        if close is not None:
+            await close()
+
+    def stats(self) -> dict[str, int]:
+        """Calls, retries and unparsed outputs since the policy was built."""
+        return {"calls": self.calls, "retries": self.retries, "unparsed": self.unparsed}

@@ -1,0 +1,112 @@
+"""The ``vllm`` backend: vLLM's offline engine (``vllm.LLM``) on a GPU, behind the ``gpu``
+extra. Written against vLLM's documented offline API: ``LLM(model=..., seed=...,
+gpu_memory_utilization=..., tensor_parallel_size=..., max_model_len=...)``,
+``LLM.get_tokenizer()``, ``LLM.generate(prompts, sampling_params, use_tqdm=False)`` with
+token-id prompts (``{"prompt_token_ids": [...]}``) and one ``SamplingParams`` per prompt,
+and ``RequestOutput.outputs[i]`` with ``text``, ``token_ids``, ``finish_reason`` and
+``logprobs`` (one ``{token_id: Logprob}`` per generated token).
+
+Concurrent episodes are gathered by a `BatchQueue` into one ``generate`` call per batch;
+vLLM schedules the batch itself (continuous batching inside the call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from harness.core import MissingDependencyError
+from harness.policies.batching import BatchQueue
+from harness.policies.model import ChatResult, Completion, ModelPolicy, Sampling
+from harness.policies.scaffold import Messages
+from harness.policies.specs import ModelOptions, ModelSpec
+
+__all__ = ["import_vllm", "VLLMEngine", "VLLMBackend", "make_vllm_policy"]
+
+
+def import_vllm() -> Any:
+    """The ``vllm`` module, or MissingDependencyError with the ``gpu`` extra's install line."""
+    try:
+        import vllm
+    except ImportError:
+        raise MissingDependencyError("vllm", "gpu", "the vllm backend (a CUDA GPU)") from None
+    return vllm
+
+
+class VLLMEngine:
+    """A ``vllm.LLM`` over the model at `path`."""
+
+    def __init__(self, path: str, options: ModelOptions):
+        self.vllm = import_vllm()
+        dtype = "auto" if options.dtype == "float32" else options.dtype
+        kwargs: dict[str, Any] = {"model": path, "seed": 0, "dtype": dtype,
+                                  "gpu_memory_utilization": options.gpu_memory_utilization,
+                                  "tensor_parallel_size": options.tensor_parallel}
+        if options.context is not None:
+            kwargs["max_model_len"] = options.context
+        self.llm = self.vllm.LLM(**kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.path = path
+        self.context_tokens = options.context
+
+    def encode_chat(self, messages: Messages) -> list[int]:
+        text = self.tokenizer.apply_chat_template(list(messages), tokenize=False,
+                                                  add_generation_prompt=True)
+        return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    def sampling_params(self, sampling: Sampling) -> Any:
+        logprobs = max(sampling.top_logprobs, 0) if sampling.logprobs else None
+        return self.vllm.SamplingParams(
+            n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
+            max_tokens=sampling.max_tokens, stop=list(sampling.stop) or None,
+            seed=sampling.seed, logprobs=logprobs)
+
+    def generate(self, requests: Sequence[tuple[Sequence[int], Sampling]]
+                 ) -> list[list[Completion]]:
+        prompts = [{"prompt_token_ids": list(ids)} for ids, _ in requests]
+        params = [self.sampling_params(sampling) for _, sampling in requests]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        return [[_completion(out, sampling) for out in result.outputs]
+                for result, (_, sampling) in zip(outputs, requests)]
+
+
+def _completion(output: Any, sampling: Sampling) -> Completion:
+    token_ids = tuple(output.token_ids)
+    logprobs = top = None
+    if sampling.logprobs and output.logprobs:
+        logprobs = tuple(float(step[token].logprob)
+                         for step, token in zip(output.logprobs, token_ids))
+        top = tuple(tuple((item.decoded_token or "", float(item.logprob))
+                          for _, item in sorted(step.items(), key=lambda kv: kv[1].rank or 0)
+                          )[:sampling.top_logprobs] for step in output.logprobs)
+    return Completion(output.text, output.finish_reason or "stop", token_ids, logprobs,
+                      top if sampling.top_logprobs else None)
+
+
+class VLLMBackend:
+    """`ChatBackend` over a `VLLMEngine`, batching concurrent requests."""
+
+    def __init__(self, engine: VLLMEngine, options: ModelOptions):
+        self.engine = engine
+        self.context_tokens = engine.context_tokens
+        self.queue: BatchQueue = BatchQueue(engine.generate, max_batch=options.max_batch,
+                                            wait_s=0.005, name="vllm")
+
+    def count_tokens(self, messages: Messages) -> int:
+        return len(self.engine.encode_chat(messages))
+
+    def describe(self) -> dict[str, Any]:
+        return {"model_path": self.engine.path, "engine": "vllm",
+                "vllm_version": getattr(self.engine.vllm, "__version__", "")}
+
+    async def chat(self, messages: Messages, sampling: Sampling) -> ChatResult:
+        prompt = self.engine.encode_chat(messages)
+        choices = await self.queue.submit((prompt, sampling))
+        return ChatResult(tuple(choices), prompt_tokens=len(prompt),
+                          completion_tokens=sum(len(c.token_ids or ()) for c in choices))
+
+
+def make_vllm_policy(spec: ModelSpec) -> ModelPolicy:
+    """The policy of a ``vllm:PATH`` spec (``max_batch`` defaults to 16; raise it on a GPU)."""
+    engine = VLLMEngine(spec.target, spec.options)
+    return ModelPolicy(spec.spec, VLLMBackend(engine, spec.options), spec.options)
