@@ -208,6 +208,7 @@ BENCHES = {
     "report": "harness.report.bench:report_report",
     "signals": "harness.signal_eval.bench:signals_report",
     "llm": "harness.serve.bench:llm_report",
+    "env": "harness.env_bench:env_report",
 }
 """`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
 returns the lines to print (each figure next to its same-run baseline)."""
@@ -218,6 +219,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.report.commands",
     "harness.signal_eval.cli",
     "harness.serve",
+    "harness.tasks_cli",
 )
 """Modules that add subcommands: each has ``add_commands(subparsers)``; handlers set
 ``func`` and import heavy dependencies lazily."""

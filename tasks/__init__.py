@@ -14,10 +14,17 @@ from tasks.base import (
     suite_ids,
 )
 
+from tasks.alfworld.data import official_data_available  # noqa: E402 - light: no engine import
+
 register_suite("frozenlake", 1, "tasks.frozenlake:FrozenLakeSuite")
 register_suite("frozenlake-slippery", 1, "tasks.frozenlake:SlipperyFrozenLakeSuite")
 register_suite("sokoban", 1, "tasks.sokoban:SokobanSuite")
 register_suite("minesweeper", 1, "tasks.minesweeper:MinesweeperSuite")
+register_suite("alfworld-generated", 1, "tasks.alfworld:GeneratedAlfworldSuite")
+if official_data_available():
+    register_suite("alfworld", 1, "tasks.alfworld:AlfworldSuite")
+# ScienceWorld (tasks.scienceworld) is not registered yet: some tasks ("boil") are not
+# deterministic under a fixed seed, so the suite does not pass check_env.
 register_suite("webshop", 1, "tasks.webshop:WebShopSuite")
 register_suite("webshop-synthetic", 1, "tasks.webshop:WebShopSyntheticSuite")
 register_suite("medagentbench-v1", 1, "tasks.medagentbench:MedAgentBenchV1Suite")
