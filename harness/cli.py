@@ -209,6 +209,7 @@ BENCHES = {
     "signals": "harness.signal_eval.bench:signals_report",
     "llm": "harness.serve.bench:llm_report",
     "env": "harness.env_bench:env_report",
+    "train": "harness.train.bench:train_report",
 }
 """`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
 returns the lines to print (each figure next to its same-run baseline)."""
@@ -220,6 +221,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.signal_eval.cli",
     "harness.serve",
     "harness.tasks_cli",
+    "harness.train.cli",
 )
 """Modules that add subcommands: each has ``add_commands(subparsers)``; handlers set
 ``func`` and import heavy dependencies lazily."""

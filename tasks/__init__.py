@@ -18,6 +18,7 @@ from tasks.alfworld.data import official_data_available  # noqa: E402 - light: n
 
 register_suite("frozenlake", 1, "tasks.frozenlake:FrozenLakeSuite")
 register_suite("frozenlake-slippery", 1, "tasks.frozenlake:SlipperyFrozenLakeSuite")
+register_suite("frozenlake-random", 1, "tasks.frozenlake_random:RandomFrozenLakeSuite")
 register_suite("sokoban", 1, "tasks.sokoban:SokobanSuite")
 register_suite("minesweeper", 1, "tasks.minesweeper:MinesweeperSuite")
 register_suite("alfworld-generated", 1, "tasks.alfworld:GeneratedAlfworldSuite")

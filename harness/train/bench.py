@@ -1,0 +1,208 @@
+"""`harness bench train`: training throughput of the bundled backend next to TRL's
+`GRPOTrainer` doing the same work.
+
+Same work on both sides: the same randomly initialised tiny Qwen2 model (byte-level
+tokenizer, compact chat template), the same single-turn prompts (the first observation of
+``frozenlake-random@1`` train maps with the suite's instruction line), the same group size,
+batch, completion budget, temperature, learning rate and loss settings (GRPO, no KL, one
+iteration per batch), and the same reward: `first_move_reward` of the reply's first line.
+Throughput is (prompt + completion) tokens of all samples per second of wall time over the
+timed updates (the first update is a warm-up and not timed); each side runs its updates back
+to back in this process, TRL first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.core import make_rng
+from harness.records import StepRecord  # noqa: F401 - re-exported type of the env steps
+from tasks.base import StepResult, SuiteBase, TaskSpec, register_suite
+from tasks.frozenlake_random import RandomFrozenLakeSuite
+
+__all__ = ["BENCH_SUITE", "first_move_reward", "FirstMoveSuite", "TrainBench",
+           "bench_train", "train_report"]
+
+BENCH_SUITE = "bench-frozenlake-first-move"
+
+
+def first_move_reward(reply: str, oracle: str) -> float:
+    """1.0 for the oracle's first move; otherwise half the share of ASCII letters among the
+    reply's first line's characters (a dense reward, so groups rarely tie)."""
+    line = next((part.strip() for part in reply.splitlines() if part.strip()), "")
+    if line.lower() == oracle.lower():
+        return 1.0
+    if not line:
+        return 0.0
+    return 0.5 * sum(c.isascii() and c.isalpha() for c in line) / len(line)
+
+
+class _FirstMoveEnv:
+    """One step: the reply is scored by `first_move_reward` against the oracle's move."""
+
+    max_steps = 1
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def reset(self, *, seed: int):
+        obs, info = self.inner.reset(seed=seed)
+        self._oracle = self.inner.oracle_action()
+        return obs, info
+
+    def step(self, action: str) -> StepResult:
+        reward = first_move_reward(action, self._oracle)
+        info = {"won": reward == 1.0, "score": reward, "invalid": False}
+        return StepResult("", reward, True, False, info)
+
+
+class FirstMoveSuite(SuiteBase):
+    """Single-turn bench suite over ``frozenlake-random@1``'s train maps."""
+
+    name = BENCH_SUITE
+    version = 1
+    description = "bench only: the first move of frozenlake-random maps, one step"
+    trivial_actions = {"left": "Left"}
+
+    def __init__(self) -> None:
+        self.base = RandomFrozenLakeSuite()
+        self.instructions = self.base.instructions
+        super().__init__([TaskSpec(t.id, t.split, t.task_type, t.metadata)
+                          for t in self.base.tasks("train")])
+
+    def make_env(self, task_id: str) -> _FirstMoveEnv:
+        return _FirstMoveEnv(self.base.make_env(task_id))
+
+
+@dataclass(frozen=True)
+class TrainBench:
+    """Tokens per second of both trainers over the timed updates."""
+
+    updates: int
+    samples_per_update: int
+    ours_tokens_per_s: float
+    trl_tokens_per_s: float
+    ours_s: float
+    trl_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.ours_tokens_per_s / self.trl_tokens_per_s
+
+
+def _ours_config(tmp: Path, model_dir: Path, prompts: int, group: int, updates: int,
+                 max_new_tokens: int, lr: float) -> Any:
+    from harness.train.config import GRPOConfig, TrainConfig, make_train_config
+
+    return make_train_config({
+        "name": "bench", "suite": f"{BENCH_SUITE}@1", "updates": updates,
+        "out_dir": str(tmp / "ours"), "db": str(tmp / "bench.db"), "transitions_every": 0,
+        "model": {"source": str(model_dir), "chat_template": "model"},
+        "rollout": {"tasks_per_update": prompts, "group_size": group,
+                    "max_new_tokens": max_new_tokens, "temperature": 1.0},
+        "optim": {"lr": lr, "micro_batch": prompts * group, "grad_clip": 1.0},
+    }, TrainConfig(algorithm=GRPOConfig(kl_coef=0.0, clip_low=0.2, clip_high=0.2)))
+
+
+def _run_ours(config: Any) -> tuple[float, float]:
+    from harness.train.trainer import Trainer
+
+    trainer = Trainer(config, 0)
+    trainer.prepare()
+    trainer.update()  # warm-up, not timed
+    tokens, started = 0, time.perf_counter()
+    while trainer.step < config.updates:
+        result = trainer.update()
+        tokens += sum(len(t.prompt_ids) + len(t.response_ids) for t in result.batch.transitions)
+    return tokens, time.perf_counter() - started
+
+
+def _bench_prompts(n: int) -> list[dict[str, Any]]:
+    """Conversational prompts (system = instructions, user = first observation) with the
+    oracle's first move, for TRL's dataset."""
+    suite = RandomFrozenLakeSuite()
+    rows = []
+    for task in suite.tasks("train")[:n]:
+        env = suite.make_env(task.id)
+        obs, _ = env.reset(seed=0)
+        rows.append({"prompt": [{"role": "system", "content": suite.instructions},
+                                {"role": "user", "content": obs}],
+                     "oracle": env.oracle_action()})
+    return rows
+
+
+def _run_trl(tmp: Path, model_dir: Path, prompts: int, group: int, updates: int,
+             max_new_tokens: int, lr: float) -> tuple[float, float]:
+    from harness.train.model import require
+
+    datasets = require("datasets", purpose="the TRL comparison bench")
+    trl = require("trl", purpose="the TRL comparison bench")
+    transformers = require("transformers")
+    marks: list[tuple[float, int]] = []
+
+    class Clock(transformers.TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            marks.append((time.perf_counter(), int(state.num_input_tokens_seen)))
+
+    def reward(prompts, completions, oracle, **kwargs):
+        return [first_move_reward(c[0]["content"] if isinstance(c, list) else c, o)
+                for c, o in zip(completions, oracle)]
+
+    rows = _bench_prompts(prompts * (updates + 1))
+    config = trl.GRPOConfig(
+        output_dir=str(tmp / "trl"), per_device_train_batch_size=prompts * group,
+        num_generations=group, max_completion_length=max_new_tokens, learning_rate=lr,
+        beta=0.0, num_iterations=1, epsilon=0.2, temperature=1.0, top_p=1.0, top_k=0,
+        max_steps=updates, logging_steps=10_000, save_strategy="no", report_to="none",
+        use_cpu=True, bf16=False, seed=0, dataloader_num_workers=0, lr_scheduler_type="constant",
+        warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0, disable_tqdm=True,
+        log_completions=False, shuffle_dataset=False)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir)
+    trainer = trl.GRPOTrainer(model=model, reward_funcs=reward, args=config,
+                              train_dataset=datasets.Dataset.from_list(rows),
+                              processing_class=tokenizer, callbacks=[Clock()])
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.train()  # TRL prints its log dicts; the report prints only its own lines
+    (t0, n0), (t1, n1) = marks[0], marks[-1]
+    return float(n1 - n0), t1 - t0
+
+
+def bench_train(*, prompts: int = 8, group: int = 8, updates: int = 6, max_new_tokens: int = 8,
+                lr: float = 1e-4) -> TrainBench:
+    """Both trainers on the same work (module docstring); `updates` includes one warm-up."""
+    from harness.policies.tiny import make_tiny_model
+
+    if f"{BENCH_SUITE}@1" not in __import__("tasks").suite_ids():
+        register_suite(BENCH_SUITE, 1, FirstMoveSuite)
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        model_dir = make_tiny_model(tmp / "model", seed=0)
+        trl_tokens, trl_s = _run_trl(tmp, model_dir, prompts, group, updates, max_new_tokens, lr)
+        config = _ours_config(tmp, model_dir, prompts, group, updates, max_new_tokens, lr)
+        ours_tokens, ours_s = _run_ours(config)
+    return TrainBench(updates - 1, prompts * group, ours_tokens / ours_s, trl_tokens / trl_s,
+                      ours_s, trl_s)
+
+
+def train_report(args: Any) -> list[str]:
+    """Lines of `harness bench train`."""
+    result = bench_train()
+    return [f"GRPO on the same tiny Qwen2 (random init), {result.samples_per_update} samples "
+            f"per update (8 prompts x group 8), 8 new tokens, {result.updates} timed updates",
+            f"  TRL GRPOTrainer      : {result.trl_tokens_per_s:10.0f} tokens/s "
+            f"({result.trl_s:.1f}s)",
+            f"  harness.train        : {result.ours_tokens_per_s:10.0f} tokens/s "
+            f"({result.ours_s:.1f}s)",
+            f"  ratio harness/TRL    : {result.ratio:10.2f}  (target >= 1.00)"]

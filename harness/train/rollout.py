@@ -1,0 +1,323 @@
+"""Rollouts: groups of episodes played in lockstep through the suite's Env and the scaffold.
+
+Each *group* is G episodes of one task from the same env seed (what GRPO and GiGPO compare).
+All live episodes advance together: one batched generation per round, then one env step each.
+Two context modes:
+
+- ``step``: each step is one sample; the prompt is the instructions, the last K (observation,
+  action) turns and the current observation (verl-agent's step-wise training).
+- ``episode``: each episode is one sample; the context grows by exactly the sampled ids and
+  the next observation turn, and the loss mask covers the sampled ids only.
+
+Tree rollouts fork every live episode into `branches` copies at each of `branch_steps`
+(``env.snapshot()`` / ``restore()`` into a fresh env of the same task); copies share the
+prefix steps, whose transitions exist once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harness.core import HarnessError
+from harness.records import StepRecord
+from harness.train.advantages import AdvantageInputs
+from harness.train.engine import Engine
+from harness.train.prompting import BareScaffold, Tokenization, parse_action
+from harness.train.transitions import Transition
+from tasks.base import HasStateKey, Snapshotable, Suite, TaskSpec
+
+__all__ = ["RolloutSpec", "EpisodeResult", "RolloutBatch", "collect"]
+
+
+@dataclass(frozen=True)
+class RolloutSpec:
+    """How to sample: context mode, decoding, tree branching, step cap."""
+
+    context: str = "step"
+    max_new_tokens: int = 8
+    temperature: float = 1.0
+    greedy: bool = False
+    max_steps: int | None = None
+    branches: int = 1
+    branch_steps: tuple[int, ...] = ()
+    record_steps: bool = False
+    """Keep every step's observation, action and info (for storing evaluation episodes)."""
+
+
+@dataclass
+class _Step:
+    reward: float
+    state_key: str
+    action: str
+    transition: int
+    turn: int
+    node: int
+    parent: int
+
+
+@dataclass
+class _Episode:
+    index: int
+    group: int
+    sample: int
+    task: TaskSpec
+    seed: int
+    env: Any
+    obs: str
+    info: dict
+    node: int
+    history: list = field(default_factory=list)
+    context: list = field(default_factory=list)
+    mask: list = field(default_factory=list)
+    logprobs: list = field(default_factory=list)
+    token_steps: list = field(default_factory=list)
+    steps: list = field(default_factory=list)
+    records: list = field(default_factory=list)
+    done: bool = False
+    terminated: bool = False
+    truncated: bool = False
+    n_invalid: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_length: int = 0
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """One finished episode (a leaf, for tree rollouts)."""
+
+    task: TaskSpec
+    group: int
+    sample: int
+    seed: int
+    success: bool
+    score: float
+    total_reward: float
+    n_steps: int
+    n_invalid: int
+    terminated: bool
+    truncated: bool
+    prompt_tokens: int
+    completion_tokens: int
+    final_observation: str
+    steps: tuple[StepRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class RolloutBatch:
+    """Transitions, per-step advantage inputs (one row per step of every episode; shared tree
+    prefixes repeat), and for each row the transition and turn it belongs to."""
+
+    transitions: list[Transition]
+    inputs: AdvantageInputs
+    step_transition: np.ndarray
+    step_turn: np.ndarray
+    episodes: list[EpisodeResult]
+    stats: dict[str, float]
+
+
+class _Builder:
+    """Mutable state of one `collect` call."""
+
+    def __init__(self, suite: Suite, tokenization: Tokenization, scaffold: BareScaffold,
+                 spec: RolloutSpec, update: int, policy_version: int):
+        self.suite, self.tok, self.scaffold, self.spec = suite, tokenization, scaffold, spec
+        self.update, self.policy_version = update, policy_version
+        self.transitions: list[Transition] = []
+        self.next_node = 0
+        self.next_episode = 0
+        self.prompt_cache: dict[tuple, list[int]] = {}
+
+    def node(self) -> int:
+        self.next_node += 1
+        return self.next_node - 1
+
+    def group_id(self, episode: _Episode) -> str:
+        return f"{self.update}/{episode.task.id}/{episode.seed}"
+
+    def prompt(self, episode: _Episode) -> list[int]:
+        if self.spec.context == "episode":
+            return episode.context
+        window = tuple(episode.history[-self.scaffold.history:]) if self.scaffold.history else ()
+        key = (window, episode.obs)
+        if key not in self.prompt_cache:
+            messages = self.scaffold.messages(self.suite.instructions, window, episode.obs)
+            self.prompt_cache[key] = self.tok.prompt_ids(messages)
+        return self.prompt_cache[key]
+
+
+def _start(builder: _Builder, tasks: Sequence[TaskSpec], seeds: Sequence[int],
+           group_size: int) -> list[_Episode]:
+    episodes = []
+    for group, (task, seed) in enumerate(zip(tasks, seeds)):
+        root = builder.node()
+        for sample in range(group_size):
+            env = builder.suite.make_env(task.id)
+            obs, info = env.reset(seed=int(seed))
+            episode = _Episode(builder.next_episode, group, sample, task, int(seed), env, obs,
+                               info, root)
+            builder.next_episode += 1
+            if builder.spec.context == "episode":
+                messages = builder.scaffold.messages(builder.suite.instructions, [], obs)
+                episode.context = builder.tok.prompt_ids(messages)
+                episode.prompt_length = len(episode.context)
+            episodes.append(episode)
+    return episodes
+
+
+def _fork(builder: _Builder, episodes: list[_Episode]) -> list[_Episode]:
+    """Tree rollouts: copy each live episode at a branch step from an env snapshot."""
+    out = []
+    for episode in episodes:
+        out.append(episode)
+        if episode.done or len(episode.steps) not in builder.spec.branch_steps:
+            continue
+        if not isinstance(episode.env, Snapshotable):
+            raise HarnessError(f"tree rollouts need snapshot()/restore(); {builder.suite.id} "
+                               "envs lack them")
+        snapshot = episode.env.snapshot()
+        for _ in range(builder.spec.branches - 1):
+            env = builder.suite.make_env(episode.task.id)
+            env.restore(snapshot)
+            clone = _Episode(builder.next_episode, episode.group, episode.sample, episode.task,
+                             episode.seed, env, episode.obs, dict(episode.info), episode.node,
+                             list(episode.history), list(episode.context), list(episode.mask),
+                             list(episode.logprobs), list(episode.token_steps),
+                             list(episode.steps), list(episode.records))
+            clone.n_invalid, clone.prompt_length = episode.n_invalid, episode.prompt_length
+            clone.prompt_tokens = episode.prompt_tokens
+            clone.completion_tokens = episode.completion_tokens
+            builder.next_episode += 1
+            out.append(clone)
+    return out
+
+
+def _advance(builder: _Builder, episode: _Episode, prompt: list[int], sample: Any) -> None:
+    """Apply one sampled reply to its episode: env step, step record, context growth."""
+    spec, tok = builder.spec, builder.tok
+    text = tok.decode(sample.ids)
+    action, _ = parse_action(text)
+    state_key = episode.env.state_key() if isinstance(episode.env, HasStateKey) else episode.obs
+    result = episode.env.step(action)
+    turn = len(episode.steps)
+    truncated = result.truncated or (spec.max_steps is not None and turn + 1 >= spec.max_steps
+                                     and not result.terminated)
+    done = result.terminated or truncated
+    parent, node = episode.node, builder.node()
+    episode.node = node
+    index = len(builder.transitions)
+    if spec.context == "step":
+        builder.transitions.append(Transition(
+            tuple(prompt), tuple(sample.ids), tuple(sample.logprobs), (1,) * len(sample.ids),
+            (0,) * len(sample.ids), float(result.reward), (float(result.reward),), (state_key,),
+            (action,), builder.group_id(episode), episode.task.id, episode.index, turn,
+            episode.seed, builder.policy_version, done, bool(result.info.get("won", False)),
+            node, parent))
+    else:
+        index = -1  # the episode's transition is made when it ends
+        episode.context += list(sample.ids)
+        episode.mask += [1] * len(sample.ids)
+        episode.logprobs += list(sample.logprobs)
+        episode.token_steps += [turn] * len(sample.ids)
+        if not done:
+            turn_ids = tok.observation_turn_ids(result.observation)
+            episode.context += turn_ids
+            episode.mask += [0] * len(turn_ids)
+            episode.logprobs += [0.0] * len(turn_ids)
+            episode.token_steps += [-1] * len(turn_ids)
+    episode.steps.append(_Step(float(result.reward), state_key, action, index, turn, node,
+                               parent))
+    if spec.record_steps:
+        episode.records.append(StepRecord(turn, episode.obs, action, text, result.reward,
+                                          result.terminated, truncated, result.info))
+    episode.history.append((episode.obs, action))
+    episode.n_invalid += bool(result.info.get("invalid", False))
+    episode.prompt_tokens += len(prompt)
+    episode.completion_tokens += len(sample.ids)
+    episode.obs, episode.info = result.observation, result.info
+    episode.done, episode.terminated, episode.truncated = done, result.terminated, truncated
+
+
+def _finish_episode(builder: _Builder, episode: _Episode) -> None:
+    if builder.spec.context != "episode":
+        return
+    index = len(builder.transitions)
+    rewards = tuple(step.reward for step in episode.steps)
+    p = episode.prompt_length
+    builder.transitions.append(Transition(
+        tuple(episode.context[:p]), tuple(episode.context[p:]), tuple(episode.logprobs),
+        tuple(episode.mask), tuple(episode.token_steps), float(sum(rewards)), rewards,
+        tuple(step.state_key for step in episode.steps),
+        tuple(step.action for step in episode.steps), builder.group_id(episode),
+        episode.task.id, episode.index, 0, episode.seed, builder.policy_version, True,
+        bool(episode.info.get("won", False))))
+    for step in episode.steps:
+        step.transition = index
+
+
+def _result(episode: _Episode) -> EpisodeResult:
+    info = episode.info
+    return EpisodeResult(
+        episode.task, episode.group, episode.sample, episode.seed, bool(info.get("won", False)),
+        float(info.get("score", 0.0)), float(sum(s.reward for s in episode.steps)),
+        len(episode.steps), episode.n_invalid, episode.terminated, episode.truncated,
+        episode.prompt_tokens, episode.completion_tokens, episode.obs, tuple(episode.records))
+
+
+def _inputs(episodes: list[_Episode]) -> tuple[AdvantageInputs, np.ndarray, np.ndarray]:
+    rows = [(e.index, e.group, s) for e in episodes for s in e.steps]
+    episode = np.array([r[0] for r in rows], dtype=np.int64)
+    group = np.array([r[1] for r in rows], dtype=np.int64)
+    steps = [r[2] for r in rows]
+    keys = np.empty(len(steps), dtype=object)
+    keys[:] = [s.state_key for s in steps]
+    inputs = AdvantageInputs(episode, group, np.array([s.reward for s in steps], dtype=float),
+                             keys, node=np.array([s.node for s in steps], dtype=np.int64),
+                             parent=np.array([s.parent for s in steps], dtype=np.int64))
+    return (inputs, np.array([s.transition for s in steps], dtype=np.int64),
+            np.array([s.turn for s in steps], dtype=np.int64))
+
+
+def collect(suite: Suite, tasks: Sequence[TaskSpec], seeds: Sequence[int], *, group_size: int,
+            engine: Engine, tokenization: Tokenization, scaffold: BareScaffold,
+            spec: RolloutSpec, seed: int, update: int = 0, policy_version: int = 0
+            ) -> RolloutBatch:
+    """Play ``group_size`` episodes of each ``(task, env seed)`` in lockstep.
+
+    `seed` drives sampling (one generator per round, derived from it). Returns the batch's
+    transitions, per-step advantage inputs and the finished episodes (leaves).
+    """
+    from harness.core import derive_seed
+
+    builder = _Builder(suite, tokenization, scaffold, spec, update, policy_version)
+    episodes = _start(builder, tasks, seeds, group_size)
+    started, generate_s, generated, rounds = time.perf_counter(), 0.0, 0, 0
+    while True:
+        if spec.branches > 1:
+            episodes = _fork(builder, episodes)
+        live = [e for e in episodes if not e.done]
+        if not live:
+            break
+        prompts = [builder.prompt(e) for e in live]
+        t0 = time.perf_counter()
+        samples = engine.generate(prompts, max_new_tokens=spec.max_new_tokens,
+                                  temperature=spec.temperature, greedy=spec.greedy,
+                                  seed=derive_seed("rollout", seed, rounds))
+        generate_s += time.perf_counter() - t0
+        generated += sum(len(s.ids) for s in samples) + sum(len(p) for p in prompts)
+        for episode, prompt, sample in zip(live, prompts, samples):
+            _advance(builder, episode, prompt, sample)
+            if episode.done:
+                _finish_episode(builder, episode)
+        rounds += 1
+    inputs, step_transition, step_turn = _inputs(episodes)
+    stats = {"rollout_s": time.perf_counter() - started, "generate_s": generate_s,
+             "generation_tokens_per_s": generated / max(generate_s, 1e-9),
+             "rounds": float(rounds)}
+    return RolloutBatch(builder.transitions, inputs, step_transition, step_turn,
+                        [_result(e) for e in episodes], stats)
