@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from harness.core import ConfigError, UnknownNameError
+from harness.core import ConfigError, UnknownNameError, read_toml
 
 
 def _help(text: str, **kwargs: Any) -> Any:
@@ -144,12 +143,7 @@ def load_run_config(path: str | Path, overrides: dict[str, Any] | None = None) -
     """Read a TOML run config (keys at the top level or under ``[run]``), then apply
     `overrides` (flags given on the command line win)."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"malformed TOML in {path}: {exc}") from None
+    data = read_toml(path)
     if "run" in data:
         if not isinstance(data["run"], dict) or len(data) > 1:
             raise ConfigError(f"{path}: put every key under [run] or none of them")

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import os
+import tomllib
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
@@ -16,6 +19,7 @@ __all__ = [
     "UnknownNameError",
     "ConfigError",
     "MissingDependencyError",
+    "read_toml",
     "stable_hash",
     "derive_seed",
     "make_rng",
@@ -55,6 +59,17 @@ class MissingDependencyError(HarnessError, ImportError):
         super().__init__(
             f"{package} is required{what}; install it with: pip install 'agent-rl-harness[{extra}]'"
         )
+
+
+def read_toml(path: "str | os.PathLike[str]") -> dict:
+    """The parsed TOML file at `path`; a missing or malformed file is a `ConfigError`."""
+    path = Path(path)
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"malformed TOML in {path}: {exc}") from None
 
 
 def stable_hash(text: str) -> int:

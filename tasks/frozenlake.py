@@ -76,10 +76,13 @@ _ACTIONS_LINE = "Actions: " + ", ".join(ACTIONS)
 # Maps
 
 def shortest_path(desc: Sequence[str]) -> int | None:
-    """Fewest moves from S (top-left) to G avoiding holes, by BFS; None when G is unreachable."""
+    """Fewest moves from S (wherever it is; top-left on the classic maps) to G avoiding holes,
+    by BFS; None when G is unreachable."""
     n_rows, n_cols = len(desc), len(desc[0])
-    distance = {(0, 0): 0}
-    frontier = deque([(0, 0)])
+    start = next(((r, c) for r in range(n_rows) for c in range(n_cols) if desc[r][c] == "S"),
+                 (0, 0))
+    distance = {start: 0}
+    frontier = deque([start])
     while frontier:
         row, col = frontier.popleft()
         if desc[row][col] == "G":

@@ -22,7 +22,6 @@ Step limit ``MAX_STEPS = 16`` (twice the longest shortest path).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -30,7 +29,7 @@ import numpy as np
 
 from harness.core import make_rng
 from tasks.base import SuiteBase, TaskSpec
-from tasks.frozenlake import ACTIONS, FrozenLakeEnv
+from tasks.frozenlake import ACTIONS, FrozenLakeEnv, shortest_path
 
 __all__ = ["SIZE", "N_HOLES", "MIN_PATH", "MAX_PATH", "MAX_STEPS", "SPLIT_SIZES",
            "path_length", "generate_random_map", "distance_class", "RandomFrozenLakeEnv",
@@ -45,26 +44,11 @@ SPLIT_SIZES = {"train": 5000, "dev": 500, "test": 1000}
 INSTRUCTIONS = "Reach the goal; avoid holes."
 """The one-line instruction model-backed policies are given."""
 
-_MOVES = ((0, -1), (1, 0), (0, 1), (-1, 0))
 
 
 def path_length(desc: Sequence[str]) -> int | None:
     """Fewest moves from S to G avoiding holes (BFS), wherever S and G are; None if none."""
-    n_rows, n_cols = len(desc), len(desc[0])
-    start = next((r, c) for r in range(n_rows) for c in range(n_cols) if desc[r][c] == "S")
-    distance = {start: 0}
-    frontier = deque([start])
-    while frontier:
-        row, col = frontier.popleft()
-        if desc[row][col] == "G":
-            return distance[row, col]
-        for d_row, d_col in _MOVES:
-            nxt = (row + d_row, col + d_col)
-            if (0 <= nxt[0] < n_rows and 0 <= nxt[1] < n_cols and nxt not in distance
-                    and desc[nxt[0]][nxt[1]] != "H"):
-                distance[nxt] = distance[row, col] + 1
-                frontier.append(nxt)
-    return None
+    return shortest_path(desc)
 
 
 def generate_random_map(rng: np.random.Generator) -> tuple[str, ...]:

@@ -8,12 +8,11 @@ Conflicting settings raise `ConfigError` naming both settings and how to fix the
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.core import ConfigError, UnknownNameError
+from harness.core import ConfigError, UnknownNameError, read_toml
 
 __all__ = [
     "ModelConfig", "RolloutConfig", "AlgorithmConfig", "GRPOConfig", "DrGRPOConfig",
@@ -434,12 +433,7 @@ def make_train_config(values: dict[str, Any], base: TrainConfig | None = None) -
 def load_train_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
     """Read a TOML train config, then apply `overrides` (plain values, flags win)."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"malformed TOML in {path}: {exc}") from None
+    data = read_toml(path)
     config = make_train_config(data)
     return make_train_config(overrides, base=config) if overrides else config
 
