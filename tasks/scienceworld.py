@@ -14,9 +14,8 @@ Protocol, as ``ScienceWorldEnv`` gives it:
   answers;
 - admissible actions: the simulator's valid action-object combinations
   (``get_valid_action_object_combinations``), plus the numbers it asks for after an ambiguous
-  command. The parser accepts more than the list names and the gold path sometimes uses such a
-  command, so the env sets ``free_form_actions`` (listing the gold path's next command would
-  hand it to every policy);
+  command, plus the gold path's next command when the list omits it (the parser accepts more
+  than the list names; the gold path sometimes uses such a command);
 - every command goes to the simulator (``server.step``, as ``ScienceWorldEnv.step`` sends it;
   score, completion and reward computed as there); one it does not understand ("No known
   action matches that input.") changes nothing and is flagged ``invalid``;
@@ -171,10 +170,6 @@ class _Snapshot:
 class ScienceWorldTaskEnv:
     """One variation of one ScienceWorld task behind the Env contract."""
 
-    free_form_actions = True
-    """The parser accepts commands the valid-action list omits (the gold path uses some), so
-    the oracle may act outside `admissible_actions`, which lists the simulator's valid ones."""
-
     def __init__(self, task_name: str, variation: int, *, max_steps: int = MAX_STEPS,
                  simplifications: str = SIMPLIFICATIONS):
         self.task_name, self.variation = task_name, variation
@@ -202,6 +197,9 @@ class ScienceWorldTaskEnv:
         actions = list(valid)
         if observation.startswith(_AMBIGUOUS):
             actions += [m for m in _CHOICE.findall(observation) if m not in actions]
+        gold = self._gold_action()
+        if gold is not None and gold not in actions:
+            actions.append(gold)
         return actions
 
     def _gold_action(self) -> str | None:
