@@ -6,7 +6,9 @@ A checkpoint directory holds
   (LoRA adapters merged), loadable by ``AutoModelForCausalLM.from_pretrained``;
 - ``tokenizer.json``, ``tokenizer_config.json``, ``chat_template.jinja``: the tokenizer and
   the chat template training rendered prompts with;
-- ``harness_checkpoint.json``: ``format`` (``"harness-train-checkpoint"``), ``version``,
+- ``checkpoint.json`` (the file the ``checkpoint:PATH`` policy reads, written by
+  `harness.policies.checkpoint.write_checkpoint_metadata`): ``format``
+  (``"harness-train-checkpoint"``), ``version``,
   ``policy_id``, ``suite``, ``train_seed``, ``step``, ``algorithm``, ``metrics`` (of the last
   update), ``scaffold`` (how prompts were built: ``{"name": "bare", "history": K, ...}``),
   ``decoding`` (``temperature``, ``max_new_tokens``), ``init`` (the weights training started
@@ -14,8 +16,9 @@ A checkpoint directory holds
 - ``trainer_state.pt``: optimizer, schedule and value-head state for resuming; and, for LoRA,
   ``adapter/`` (the peft adapter alone, for resuming).
 
-The directory is written under a temporary name and renamed, so a checkpoint either exists
-whole or not at all.
+RL checkpoints are named ``step-<step>`` (six digits), so ``checkpoint:SEED_DIR`` resolves to
+the latest one. The directory is written under a temporary name and renamed, so a checkpoint
+either exists whole or not at all.
 """
 
 from __future__ import annotations
@@ -28,18 +31,19 @@ from pathlib import Path
 from typing import Any
 
 from harness.core import HarnessError
+from harness.policies.checkpoint import CHECKPOINT_FILE, write_checkpoint_metadata
 
 __all__ = ["CHECKPOINT_META", "CHECKPOINT_FORMAT", "save_checkpoint", "load_checkpoint_meta",
            "is_checkpoint", "latest_checkpoint", "checkpoint_dir_name"]
 
-CHECKPOINT_META = "harness_checkpoint.json"
+CHECKPOINT_META = CHECKPOINT_FILE
 CHECKPOINT_FORMAT = "harness-train-checkpoint"
 CHECKPOINT_VERSION = 1
 TRAINER_STATE = "trainer_state.pt"
 
 
 def checkpoint_dir_name(step: int) -> str:
-    return f"checkpoint-{step:06d}"
+    return f"step-{step:06d}"
 
 
 def save_checkpoint(path: str | os.PathLike, *, model: Any, tokenizer: Any,
@@ -60,9 +64,10 @@ def save_checkpoint(path: str | os.PathLike, *, model: Any, tokenizer: Any,
         model.save_pretrained(tmp / "adapter")
     if trainer_state is not None:
         torch.save(trainer_state, tmp / TRAINER_STATE)
-    record = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **meta}
-    (tmp / CHECKPOINT_META).write_text(json.dumps(record, indent=1, sort_keys=True,
-                                                  default=str))
+    info = {k: v for k, v in meta.items() if k not in ("train_seed", "step")}
+    write_checkpoint_metadata(tmp, train_seed=meta["train_seed"], step=meta["step"],
+                              format=CHECKPOINT_FORMAT, version=CHECKPOINT_VERSION,
+                              **json.loads(json.dumps(info, default=str)))
     if path.exists():
         shutil.rmtree(path)
     tmp.rename(path)
@@ -90,7 +95,7 @@ def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
     directory = Path(directory)
     if not directory.exists():
         return None
-    found = sorted(p for p in directory.glob("checkpoint-*")
+    found = sorted(p for p in directory.glob("step-*")
                    if p.is_dir() and not p.name.endswith(".tmp") and is_checkpoint(p))
     return found[-1] if found else None
 

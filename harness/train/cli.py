@@ -37,7 +37,10 @@ def _say(message: str) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from harness.train.config import load_train_config
+    from harness.train.model import require
     from harness.train.run import compare_before_after, headroom_of, run_training
+
+    require("transformers").utils.logging.disable_progress_bar()
 
     overrides = {key: value for key, value in (("updates", args.updates),
                                                ("out_dir", args.out_dir), ("db", args.db))
@@ -66,9 +69,10 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(format_comparison(comparison))
     if config.eval.headroom_k and have_start:
         for s in summaries:
-            headroom = headroom_of(config.db, config, k=config.eval.headroom_k,
-                                   seed=s.train_seed)
-            mean = float(headroom.per_task["headroom"].mean())
-            print(f"seed {s.train_seed}: start pass@{headroom.k} - greedy headroom "
-                  f"{mean:+.3f} over {len(headroom.per_task)} tasks")
+            table = headroom_of(config.db, config, k=config.eval.headroom_k,
+                                seed=s.train_seed)
+            row = table[table["task_type"] == "all"].iloc[0]
+            print(f"seed {s.train_seed}: start pass@{config.eval.headroom_k} "
+                  f"{row['pass_at_k']:.3f} - greedy {row['greedy']:.3f} = headroom "
+                  f"{row['headroom']:+.3f} over {int(row['n_tasks'])} tasks")
     return 0

@@ -50,6 +50,10 @@ class ModelConfig:
     intermediate: int = _help("tiny model MLP width", 512)
     init_seed: int = _help("seed of the tiny model's random initialisation (not the train "
                            "seed: every training seed starts from the same weights)", 0)
+    init_std: float = _help("tiny model: std of the normal initialisation of every linear and "
+                            "embedding weight; 0 = the architecture's default "
+                            "(initializer_range 0.02, which leaves a 1M-parameter model on a "
+                            "long plateau; 0.1 ~ 1/sqrt(hidden) learns far sooner)", 0.0)
     lora_rank: int = _help("LoRA rank (peft); 0 = full fine-tuning (the default for tiny "
                            "models)", 0)
     lora_alpha: float = _help("LoRA alpha (peft default 8; Hu et al. 2021 use alpha = rank)",
@@ -247,6 +251,10 @@ class SFTConfig:
     batch_size: int = _help("(prompt, action) samples per step", 64)
     grad_clip: float = _help("clip the global gradient norm to this (0 = off)", 1.0)
     max_tasks: int | None = _help("use only the first N train tasks (all when unset)", None)
+    noise: float = _help("oracle source: probability that the roll-in takes a random action "
+                         "(every visited state keeps the oracle's label; DART, Laskey et al. "
+                         "2017); 0 = the oracle's own trajectories", 0.0)
+    rollins: int = _help("oracle source with noise: roll-in episodes per task", 1)
     save_at: tuple[int, ...] = _help("also keep checkpoints of these SFT steps (sft-<step>/): "
                                      "an under-trained and a saturated start from one run", ())
 

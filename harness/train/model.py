@@ -68,16 +68,35 @@ def build_base(config: ModelConfig, work_dir: Path, chat_template: str = "model"
                       heads=config.heads, kv_heads=config.kv_heads,
                       intermediate=config.intermediate)
     name = (f"tiny-{config.arch}-h{config.hidden}-l{config.layers}-a{config.heads}"
-            f"-kv{config.kv_heads}-i{config.intermediate}-s{config.init_seed}-{chat_template}")
+            f"-kv{config.kv_heads}-i{config.intermediate}-s{config.init_seed}"
+            f"-std{config.init_std:g}-{chat_template}")
     path = work_dir / name
     if not (path / "config.json").exists():
         make_tiny_model(path, tiny, seed=config.init_seed)
+        if config.init_std:
+            _reinitialise(path, config.init_std, config.init_seed)
         if CHAT_TEMPLATES[chat_template] is not None:
             transformers = require("transformers")
             tokenizer = transformers.AutoTokenizer.from_pretrained(path)
             tokenizer.chat_template = CHAT_TEMPLATES[chat_template]
             tokenizer.save_pretrained(path)
     return path
+
+
+def _reinitialise(path: Path, std: float, seed: int) -> None:
+    """Redraw every linear and embedding weight of the model at `path` from N(0, std^2)
+    (biases 0), from a generator seeded by `seed` only, and save it in place."""
+    torch = require("torch")
+    transformers = require("transformers")
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    generator = torch.Generator().manual_seed(int(seed))
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
+                module.weight.copy_(torch.randn(module.weight.shape, generator=generator) * std)
+                if getattr(module, "bias", None) is not None:
+                    module.bias.zero_()
+    model.save_pretrained(path)
 
 
 def load_model(config: ModelConfig, path: Path, *, chat_template: str = "model",

@@ -214,7 +214,7 @@ def _advance(builder: _Builder, episode: _Episode, prompt: list[int], sample: An
     if spec.context == "step":
         builder.transitions.append(Transition(
             tuple(prompt), tuple(sample.ids), tuple(sample.logprobs), (1,) * len(sample.ids),
-            (0,) * len(sample.ids), float(result.reward), (float(result.reward),), (state_key,),
+            (turn,) * len(sample.ids), float(result.reward), (float(result.reward),), (state_key,),
             (action,), builder.group_id(episode), episode.task.id, episode.index, turn,
             episode.seed, builder.policy_version, done, bool(result.info.get("won", False)),
             node, parent))

@@ -1,9 +1,10 @@
 """`harness train` as a library call: several training seeds of one recipe, metrics per
 update and held-out evaluations in the store, before/after comparisons by the stats layer.
 
-Store layout: one run per training seed, run id ``train-<name>-seed<s>`` (an episode key holds
-no training seed, so seeds of one policy live in separate runs); table ``train_metrics`` gets
-one row per update of each;
+Store layout: the evaluation episodes of each training seed form one run, run id
+``train-<name>-seed<s>`` (an episode key holds no training seed, so the seeds of one policy
+live in separate runs); the per-update metrics of all seeds go to table ``train_metrics``
+under the recipe's run id ``train-<name>``, one row per (seed, update);
 the evaluation episodes of the trained policy are stored under policy id ``<name>`` (greedy)
 and ``<name>/sampled`` (temperature sampling), those of the initial policy under
 ``<name>@start`` and ``<name>@start/sampled``, each with its ``train_seed``, so the
@@ -28,8 +29,14 @@ from harness.train.evaluation import (EvalSpec, episode_records, eval_tasks, eva
                                       success_rate)
 from harness.train.trainer import Trainer, UpdateResult
 
-__all__ = ["SeedSummary", "run_training", "evaluate_trainer", "run_id_of", "policy_ids",
+__all__ = ["SeedSummary", "run_training", "evaluate_trainer", "run_id_of", "metrics_run_id",
+           "policy_ids",
            "compare_before_after", "headroom_of"]
+
+
+def metrics_run_id(config: TrainConfig) -> str:
+    """The ``train_metrics`` run id of a recipe (all its seeds)."""
+    return f"train-{config.resolved_name()}"
 
 
 def run_id_of(config: TrainConfig, seed: int) -> str:
@@ -138,7 +145,7 @@ def _train_one(config: TrainConfig, seed: int, store: Store, run_id: str, ids: d
             f", sampled {start[1]:.3f}" if start[1] is not None else ""))
 
     def on_update(result: UpdateResult) -> None:
-        store.write_train_metrics(run_id, seed, result.step, result.metrics)
+        store.write_train_metrics(metrics_run_id(config), seed, result.step, result.metrics)
         m = result.metrics
         say(f"seed {seed} update {result.step + 1}/{config.updates}: success "
             f"{m['success']:.3f} reward {m['mean_reward']:.3f} zero-var "
@@ -175,12 +182,15 @@ def compare_before_after(db: str | Path, config: TrainConfig, seeds: Sequence[in
 
 
 def headroom_of(db: str | Path, config: TrainConfig, *, k: int, seed: int):
-    """Sampling headroom (pass@k - greedy) of the initial policy of one seed
-    (`harness.stats.headroom.sampling_headroom`)."""
-    from harness.stats.headroom import sampling_headroom
+    """The audit's sampling headroom (pass@k - greedy, `harness.audit.learnability.
+    headroom_by_type`) of the initial policy of one seed: a table per task type plus an
+    ``"all"`` row."""
+    from harness.audit.learnability import headroom_by_type
     from harness.store import load_episodes
 
     ids = policy_ids(config)
     frame = load_episodes(db, run_id=run_id_of(config, seed),
                           policy=[ids["start"], ids["start_sampled"]])
-    return sampling_headroom(frame, sampled=ids["start_sampled"], greedy=ids["start"], k=k)
+    greedy = frame[frame["policy"] == ids["start"]]
+    return headroom_by_type(frame[frame["policy"] == ids["start_sampled"]],
+                            ids["start_sampled"], k, greedy=greedy, greedy_policy=ids["start"])

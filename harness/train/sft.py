@@ -57,27 +57,47 @@ def demonstration_samples(instructions: str, episodes: Sequence[Sequence[tuple[s
     return samples
 
 
-def oracle_demonstrations(suite: Suite, tasks: Sequence[TaskSpec], *, seed_of: Callable[[TaskSpec], int],
-                          max_steps: int | None = None) -> list[list[tuple[str, str]]]:
-    """The oracle's ``(observation, action)`` steps on each task (successful episodes only)."""
+def oracle_demonstrations(suite: Suite, tasks: Sequence[TaskSpec], *,
+                          seed_of: Callable[[TaskSpec], int], max_steps: int | None = None,
+                          noise: float = 0.0, rollins: int = 1, seed: int = 0
+                          ) -> list[list[tuple[str, str]]]:
+    """``(observation, oracle action)`` steps on each task.
+
+    With ``noise = 0`` these are the oracle's own (successful) trajectories. With ``noise > 0``
+    the roll-in takes a uniformly random admissible action with that probability and every
+    visited state is labelled with the oracle's action (DART noise injection, Laskey et al.
+    2017), so the demonstrations also cover the states just off the oracle's path; `rollins`
+    such episodes per task, their randomness derived from `seed`.
+    """
     episodes = []
     for task in tasks:
-        env = suite.make_env(task.id)
-        if not isinstance(env, HasOracle):
-            raise HarnessError(f"sft.source = 'oracle' needs a suite with an oracle; "
-                               f"{suite.id} has none")
-        obs, info = env.reset(seed=seed_of(task))
-        steps, done = [], False
-        while not done:
-            action = env.oracle_action()
-            steps.append((obs, action))
-            result = env.step(action)
-            obs, info = result.observation, result.info
-            done = result.terminated or result.truncated or (
-                max_steps is not None and len(steps) >= max_steps)
-        if info.get("won", False):
-            episodes.append(steps)
+        for rollin in range(rollins if noise else 1):
+            rng = make_rng("sft-rollin", seed, task.id, rollin)
+            steps = _labelled_rollin(suite, task, seed_of(task), max_steps, noise, rng)
+            if steps:
+                episodes.append(steps)
     return episodes
+
+
+def _labelled_rollin(suite: Suite, task: TaskSpec, env_seed: int, max_steps: int | None,
+                     noise: float, rng: Any) -> list[tuple[str, str]]:
+    env = suite.make_env(task.id)
+    if not isinstance(env, HasOracle):
+        raise HarnessError(f"sft.source = 'oracle' needs a suite with an oracle; {suite.id} "
+                           "has none")
+    obs, info = env.reset(seed=env_seed)
+    steps, done = [], False
+    while not done:
+        action = env.oracle_action()
+        steps.append((obs, action))
+        admissible = info.get("admissible_actions") or [action]
+        if noise and rng.random() < noise:
+            action = admissible[int(rng.integers(len(admissible)))]
+        result = env.step(action)
+        obs, info = result.observation, result.info
+        done = result.terminated or result.truncated or (
+            max_steps is not None and len(steps) >= max_steps)
+    return steps if (noise or info.get("won", False)) else []
 
 
 def stored_demonstrations(db: str, policy: str, suite: str) -> list[list[tuple[str, str]]]:

@@ -6,7 +6,7 @@ from the train seed and the update's step, never from state carried between upda
 run resumed from a checkpoint reproduces the next update exactly.
 
 Layout under ``out_dir/<name>/seed-<s>/``: ``sft/`` (the warm-start checkpoint),
-``checkpoint-<step>/`` (see `harness.train.checkpoint`), ``transitions/update-<step>.jsonl.gz``.
+``step-<step>/`` (see `harness.train.checkpoint`), ``transitions/update-<step>.jsonl.gz``.
 """
 
 from __future__ import annotations
@@ -100,7 +100,9 @@ class Trainer:
         tasks = self.suite.tasks("train")[:c.sft.max_tasks]
         if c.sft.source == "oracle":
             demos = oracle_demonstrations(self.suite, tasks, max_steps=c.rollout.max_steps,
-                                          seed_of=lambda t: env_seed(self.suite.id, t.id, 0))
+                                          seed_of=lambda t: env_seed(self.suite.id, t.id, 0),
+                                          noise=c.sft.noise, rollins=c.sft.rollins,
+                                          seed=self.train_seed)
         else:
             demos = stored_demonstrations(c.db, c.sft.store_policy, self.suite.id)
         tokenization = Tokenization(loaded.tokenizer)
@@ -137,9 +139,14 @@ class Trainer:
                                                 chat_template=c.model.chat_template).model)
                 reference = frozen
                 context = lambda: reference_logits_context(loaded, frozen)  # noqa: E731
+        budget = c.rollout.max_new_tokens  # Dr. GRPO's constant: the generation budget
+        if c.rollout.context == "episode":
+            steps = c.rollout.max_steps or self.suite.make_env(
+                self.suite.tasks("train")[0].id).max_steps
+            budget *= steps
         return Learner(loaded.model, algorithm=c.algorithm, optim=c.optim,
                        total_updates=c.updates, pad_id=self.tokenization.pad_id,
-                       temperature=c.rollout.temperature, max_tokens=c.rollout.max_new_tokens,
+                       temperature=c.rollout.temperature, max_tokens=budget,
                        train_seed=self.train_seed, value_head=value_head, reference=reference,
                        reference_context=context)
 

@@ -28,7 +28,8 @@ class Transition:
     episode context: the model's replies interleaved with observation turns); logprobs: the
     behaviour log-probability of each response id (0.0 where `loss_mask` is 0); loss_mask: 1
     on ids the model sampled, 0 on observation turns; token_steps: for each response id, the
-    index (within the episode) of the step it belongs to, -1 on observation turns.
+    index (within the episode) of the step it belongs to (in a step context: the step
+    itself), -1 on observation turns.
     reward: the step's reward (step context) or the episode return (episode context);
     step_rewards / state_keys: per step of the sample (one entry in a step context), the
     reward and the env's `state_key()` before the action; group_id: ``"{update}/{task}/{seed}"``

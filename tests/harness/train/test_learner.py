@@ -136,5 +136,7 @@ def test_samples_with_zero_advantage_are_skipped_without_changing_the_update(mod
     forced = make_learner(b, 8)
     forced._contributes = lambda sample: True
     forced.update(batch, step=0)
+    # an Adam step at lr 1e-2 moves every weight by ~1e-2; what is left is float32 reduction
+    # order (rows of other lengths in the forward pass), ~1e-7
     for p, q in zip(a.parameters(), b.parameters()):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-7)
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)

@@ -52,7 +52,7 @@ def test_train_two_seeds_store_metrics_and_episodes(cli, tmp_path, tiny_shape, c
     assert "headroom" in out and "(A) vs" in out
     with Store(tmp_path / "h.db") as store:
         runs = ["train-tiny-grpo-seed0", "train-tiny-grpo-seed1"]
-        metrics = store.load_train_metrics(run_id=runs)
+        metrics = store.load_train_metrics(run_id="train-tiny-grpo")
         episodes = store.load_episodes(run_id=runs)
     assert sorted(zip(metrics["train_seed"], metrics["step"])) == [(0, 0), (0, 1), (1, 0),
                                                                     (1, 1)]
@@ -73,7 +73,7 @@ def test_resume_continues_from_the_last_checkpoint(cli, tmp_path, tiny_shape, ca
                 "--updates", "1"]) == 0
     assert cli(["train", "--config", str(path), "--seeds", "0", "--no-eval", "--resume"]) == 0
     out = capsys.readouterr().out
-    assert "seed 0: 2 updates" in out and "checkpoint-000002" in out
+    assert "seed 0: 2 updates" in out and "step-000002" in out
 
 
 def test_user_errors_print_one_line_and_exit_2(cli, tmp_path, capsys):

@@ -55,7 +55,7 @@ def test_resume_from_a_checkpoint_reproduces_the_next_update_exactly(tmp_path, t
 
     first = Trainer(config, 0, work_dir=tmp_path / "resumed")
     first.prepare()
-    first.update(), first.update()  # checkpoint-000002 is written after the second update
+    first.update(), first.update()  # step-000002 is written after the second update
     resumed = Trainer(config, 0, resume=True, work_dir=tmp_path / "resumed")
     resumed.prepare()
     assert resumed.step == 2
@@ -71,7 +71,7 @@ def test_checkpoint_layout_and_metadata(tmp_path, tiny_shape):
     trainer = Trainer(config, 3, work_dir=tmp_path / "w")
     trainer.prepare()
     path = trainer.run()
-    assert path.name == "checkpoint-000001"
+    assert path.name == "step-000001"
     for name in ("config.json", "model.safetensors", "tokenizer.json", CHECKPOINT_META,
                  "trainer_state.pt"):
         assert (path / name).exists(), name
@@ -96,6 +96,7 @@ def test_transitions_are_saved_and_train_on_the_sampled_ids(tmp_path, tiny_shape
     saved = load_transitions(trainer.seed_dir / "transitions" / "update-000000.jsonl.gz")
     assert saved == result.batch.transitions
     frame = transitions_frame(saved)
+    frame.to_parquet(tmp_path / "transitions.parquet")  # exportable as it is
     assert len(frame) == len(saved) and {"prompt_ids", "response_ids", "logprobs", "loss_mask",
                                          "group_id", "state_keys", "seed",
                                          "policy_version"} <= set(frame.columns)
@@ -134,6 +135,7 @@ def test_episode_context_masks_observation_turns(tmp_path, tiny_shape):
 @pytest.mark.parametrize("algorithm,extra", [
     ("ppo", {}), ("gigpo", {}), ("rloo", {}), ("dr_grpo", {}), ("reinforce_pp", {}),
     ("tree", {"rollout": {"branches": 2, "branch_steps": [0, 1]}}),
+    ("ppo", {"rollout": {"context": "episode"}}), ("gigpo", {"rollout": {"context": "episode"}}),
 ])
 def test_every_algorithm_runs_an_update(tmp_path, tiny_shape, algorithm, extra):
     config = recipe(tmp_path, tiny_shape, updates=1, algorithm={"name": algorithm}, **extra)
@@ -161,10 +163,23 @@ def test_lora_training_uses_the_disabled_adapter_as_reference(tmp_path, tiny_sha
     assert trainer.loaded.lora and trainer.learner.reference is None
     metrics = trainer.update().metrics
     assert metrics["kl"] >= 0.0 and metrics["grad_norm"] > 0.0
-    path = trainer.seed_dir / "checkpoint-000001"
+    path = trainer.seed_dir / "step-000001"
     assert (path / "adapter").is_dir()
     merged = AutoModelForCausalLM.from_pretrained(path)  # a plain model, adapters merged
     assert not any("lora" in name for name, _ in merged.named_parameters())
     resumed = Trainer(config, 0, resume=True, work_dir=tmp_path / "w")
     resumed.prepare()
     assert resumed.step == 1 and resumed.loaded.lora
+
+
+def test_checkpoints_resolve_through_the_checkpoint_policy_reader(tmp_path, tiny_shape):
+    from harness.policies.checkpoint import read_checkpoint, resolve_checkpoint
+
+    config = recipe(tmp_path, tiny_shape, updates=2, checkpoint_every=1)
+    trainer = Trainer(config, 5, work_dir=tmp_path / "w")
+    trainer.prepare()
+    trainer.run()
+    latest = resolve_checkpoint(trainer.seed_dir)
+    assert latest.name == "step-000002"
+    meta = read_checkpoint(latest)
+    assert (meta["train_seed"], meta["step"]) == (5, 2)
