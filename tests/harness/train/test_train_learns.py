@@ -72,6 +72,7 @@ def credible_gain(c) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # ~10 min on 2 idle cores; the budget is 15
 def test_sft_then_grpo_and_gigpo_learn(tmp_path):
     report: dict = {}
     # (a) SFT from random init on the oracle's trajectories (train split)
