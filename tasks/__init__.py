@@ -24,8 +24,8 @@ register_suite("minesweeper", 1, "tasks.minesweeper:MinesweeperSuite")
 register_suite("alfworld-generated", 1, "tasks.alfworld:GeneratedAlfworldSuite")
 if official_data_available():
     register_suite("alfworld", 1, "tasks.alfworld:AlfworldSuite")
-# ScienceWorld (tasks.scienceworld) is not registered yet: some tasks ("boil") are not
-# deterministic under a fixed seed, so the suite does not pass check_env.
+# needs Java 17 and the scienceworld extra; without them `harness list` marks it unavailable
+register_suite("scienceworld", 1, "tasks.scienceworld:ScienceWorldSuite")
 register_suite("webshop", 1, "tasks.webshop:WebShopSuite")
 register_suite("webshop-synthetic", 1, "tasks.webshop:WebShopSyntheticSuite")
 register_suite("medagentbench-v1", 1, "tasks.medagentbench:MedAgentBenchV1Suite")

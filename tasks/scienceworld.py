@@ -24,13 +24,26 @@ Protocol, as ``ScienceWorldEnv`` gives it:
   is completed (won, or failed with a negative score) and is truncated after `MAX_STEPS` steps
   (handled here, not by the simulator's ``envStepLimit``).
 
+Determinism. The simulator seeds its random number generator with the variation at every load,
+but it keeps its objects in hash sets of objects without a ``hashCode`` of their own, so the
+order it lists, ticks and names objects in (room contents, referents such as "book (Sherlock
+Holmes)", the answers to an ambiguous command, which neighbour room an animal wanders to, the
+gold path) followed the JVM's identity hash codes, which differ at every load. Its JVM
+therefore starts with `JVM_OPTIONS` (every identity hash code is 1): a set's order is then its
+insertion history, fixed by the variation and the commands, and a variation plays the same in
+any simulator of the pool. The simulator's answers to queries are part of that history (it names
+referents when it lists the valid actions), so the env asks exactly the same queries at every
+step and when replaying.
+
 The eval seed changes nothing (a variation's world is deterministic). ``oracle_action`` is the
-simulator's gold path (``generateGoldPath=True``), played open loop: command ``k`` of the gold
-path while the episode's first ``k`` commands were the gold path's (the gold path itself sends
-ambiguity answers the simulator may not need, answered "No known action ..."), ``look around``
-once the episode left it. The simulator draws the gold path afresh at each load and it may
-differ between loads (by a step or two); every version reaches 100. ``snapshot``/``restore``
-replay the episode's commands from a reset. Each env borrows one simulator (a JVM, a few seconds to start) from a process-wide pool
+simulator's gold path (``generateGoldPath=True``, drawn once when a simulator loads the
+variation; the same at every load), played open loop: command ``k`` of the gold path while the
+episode's first ``k`` commands were the gold path's (the gold path itself sends ambiguity answers
+the simulator may not need, answered "No known action ..."), ``look around`` once the episode
+left it. ``reset`` reloads the variation without drawing the gold path again (the simulator's
+own reset draws it again: seconds on the long tasks) and plays ``look around`` as
+``ScienceWorldEnv.reset`` does; ``snapshot``/``restore`` replay the episode's commands from such a
+reset. Each env borrows one simulator (a JVM, a few seconds to start) from a process-wide pool
 and returns it when garbage-collected.
 """
 
@@ -42,6 +55,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 import threading
 import weakref
 from dataclasses import dataclass
@@ -52,7 +66,7 @@ from harness.core import HarnessError, MissingDependencyError
 from tasks.base import SPLITS, StepResult, SuiteBase, TaskSpec
 
 __all__ = ["ScienceWorldTaskEnv", "ScienceWorldSuite", "MAX_STEPS", "SIMPLIFICATIONS",
-           "UNKNOWN_ACTION", "JavaMissing", "variation_splits", "task_names"]
+           "UNKNOWN_ACTION", "JVM_OPTIONS", "JavaMissing", "variation_splits", "task_names"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +77,12 @@ per task: up to 248 steps, mendelian-genetics-unknown-plant), so version 1 allow
 SIMPLIFICATIONS = ""
 """Version 1: no simplifications."""
 UNKNOWN_ACTION = "No known action matches that input."
+JVM_OPTIONS = ("-XX:+UnlockExperimentalVMOptions", "-XX:hashCode=2")
+"""HotSpot's identity hash code mode 2: every object's identity hash code is 1. The simulator's
+hash sets of objects then iterate in insertion order, the same at every load (with the default
+mode, a per-thread random number, they iterate in a different order at every load; see the
+module docstring). Lookups in those sets get linear; the sets are small: loading a variation
+and listing its valid actions take about as long as with the default mode."""
 FALLBACK_ACTION = "look around"
 _AMBIGUOUS = "Ambiguous request"
 _CHOICE = re.compile(r"^\s*(\d+)\s*:", re.MULTILINE)
@@ -85,12 +105,41 @@ def _module():
     return scienceworld
 
 
+def _start_simulator():
+    """A ``ScienceWorldEnv`` whose JVM runs with `JVM_OPTIONS`.
+
+    ``ScienceWorldEnv.__init__`` launches its JVM with no options, so this builds the object
+    without it and does what it does (scienceworld 1.2) with ``javaopts`` added."""
+    scienceworld = _module()
+    from py4j.java_gateway import (CallbackServerParameters, GatewayParameters, JavaGateway,
+                                   launch_gateway)
+    from scienceworld.constants import BASEPATH, JAR_PATH
+
+    port, process = launch_gateway(classpath=JAR_PATH, javaopts=list(JVM_OPTIONS),
+                                   die_on_exit=True, cwd=BASEPATH, return_proc=True)
+    gateway = JavaGateway(
+        gateway_parameters=GatewayParameters(auto_field=True, port=port),
+        callback_server_parameters=CallbackServerParameters(port=0, daemonize=True),
+        java_process=process)
+    gateway.java_gateway_server.resetCallbackClient(
+        gateway.java_gateway_server.getCallbackClient().getAddress(),
+        gateway.get_callback_server().get_listening_port())
+    backend = scienceworld.ScienceWorldEnv.__new__(scienceworld.ScienceWorldEnv)
+    backend._gateway = gateway
+    backend.server = backend._gateway.jvm.scienceworld.runtime.pythonapi.PythonInterface()
+    backend.lastStepScore, backend.taskName, backend.envStepLimit = 0, "", 10**9
+    backend.clear_run_histories()
+    backend.goldPathGenerated = False
+    backend._obj_tree_tempdir = tempfile.TemporaryDirectory()
+    return backend
+
+
 def _acquire():
     """A simulator from the pool, or a new one (starts a JVM)."""
     with _POOL_LOCK:
         if _POOL:
             return _POOL.pop()
-    backend = _module().ScienceWorldEnv("", envStepLimit=10**9)
+    backend = _start_simulator()
     backend.loaded, backend.gold = None, []
     return backend
 
@@ -187,6 +236,10 @@ class ScienceWorldTaskEnv:
         backend = self._backend
         key = (self.task_name, self.variation, self.simplifications)
         if backend.loaded != key:
+            # the gold agent caches its room search paths (by start room) for the life of the
+            # JVM, from whichever world asked first: drawn from this world, as in a fresh JVM
+            backend._gateway.jvm.scienceworld.goldagent.PathFinder \
+                .precomputedExhaustivePaths().clear()
             backend.load(self.task_name, self.variation, self.simplifications,
                          generateGoldPath=True)
             backend.loaded = key
@@ -213,9 +266,29 @@ class ScienceWorldTaskEnv:
                 "admissible_actions": self._admissible(self._observation, valid),
                 "steps": self._steps, "moves": int(moves)}
 
+    def _reload(self, backend) -> tuple[str, dict[str, Any]]:
+        """The variation as loaded afresh, after ``look around`` (``ScienceWorldEnv.reset``
+        without drawing the gold path again)."""
+        backend.server.load(self.task_name, self.variation, self.simplifications, False)
+        backend.lastStepScore = 0
+        observation, _, _, info = backend.step(FALLBACK_ACTION)
+        return observation, info
+
+    def _play(self, backend, text: str) -> tuple[str, int, bool, bool, list[str], int]:
+        """One command and the queries that follow it (the same in `step` and `restore`: the
+        simulator's naming of objects depends on them): ``(observation, score, completed,
+        invalid, valid actions, moves)``."""
+        observation, score, completed = _simulate(backend, text)
+        invalid = observation.strip() == UNKNOWN_ACTION
+        if invalid:
+            valid = self._valid
+        else:
+            valid = list(backend.get_valid_action_object_combinations())
+        return observation, score, completed, invalid, valid, backend.get_num_moves()
+
     def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
         backend = self._ensure_backend()
-        observation, info = backend.reset()
+        observation, info = self._reload(backend)
         self._history, self._steps, self._done = [], 0, False
         self._observation = f"{info['taskDesc']}\n\n{observation}"
         self._valid = list(info["valid"])
@@ -228,21 +301,16 @@ class ScienceWorldTaskEnv:
             raise HarnessError("step() called after the episode ended; call reset() first")
         backend = self._ensure_backend()
         text = action if isinstance(action, str) else ""
-        observation, score, completed = _simulate(backend, text)
+        observation, score, completed, invalid, valid, moves = self._play(backend, text)
         reward = score - backend.lastStepScore
         backend.lastStepScore = score
-        invalid = observation.strip() == UNKNOWN_ACTION
         self._history.append(text)
-        if invalid:
-            valid = self._valid
-        else:
-            valid = list(backend.get_valid_action_object_combinations())
         self._valid = valid
         self._steps += 1
         self._observation = observation
         truncated = not completed and self._steps >= self.max_steps
         self._done = completed or truncated
-        self._info_cache = self._make_info(score, invalid, valid, backend.get_num_moves())
+        self._info_cache = self._make_info(score, invalid, valid, moves)
         return StepResult(observation, float(reward), completed, truncated,
                           dict(self._info_cache))
 
@@ -252,10 +320,11 @@ class ScienceWorldTaskEnv:
 
     def restore(self, snapshot: _Snapshot) -> None:
         backend = self._ensure_backend()
-        backend.reset()
+        _, info = self._reload(backend)
+        self._valid = list(info["valid"])
         for command in snapshot.history:
-            backend.server.step(command)
-        backend.lastStepScore = int(round(100 * backend.server.getScore()))
+            _, score, _, _, self._valid, _ = self._play(backend, command)
+            backend.lastStepScore = score
         self._history = list(snapshot.history)
         self._steps, self._done = snapshot.steps, snapshot.done
         self._observation, self._info_cache = snapshot.observation, dict(snapshot.info)

@@ -10,8 +10,8 @@ import tasks.base
 from harness.cli import main
 from harness.store import load_episodes
 from tasks.base import SPLITS, check_env
-from tasks.scienceworld import (UNKNOWN_ACTION, ScienceWorldSuite, _acquire, _release,
-                                task_names, variation_splits)
+from tasks.scienceworld import (JVM_OPTIONS, UNKNOWN_ACTION, ScienceWorldSuite, _acquire,
+                                _release, _start_simulator, task_names, variation_splits)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -75,6 +75,96 @@ def test_check_env_and_the_protocol(suite):
     env.restore(snap)
     again = env.step(env.oracle_action())
     assert (again.observation, again.info) == (first.observation, first.info)
+
+
+def _jvm_arguments(backend) -> list[str]:
+    runtime = backend._gateway.jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    return list(runtime.getInputArguments())
+
+
+def test_the_default_jvm_lists_objects_in_a_different_order_at_every_load():
+    """Why `JVM_OPTIONS`: in a JVM started as ``ScienceWorldEnv`` starts it, loading the same
+    variation again gives another first observation and another valid-action list (the
+    simulator's hash sets follow identity hash codes); with `JVM_OPTIONS`, one of each."""
+    import scienceworld
+
+    def loads(backend):
+        seen = set()
+        for _ in range(4):
+            backend.load("find-animal", 225, "")
+            observation, _, _, info = backend.step("look around")
+            seen.add((observation, tuple(info["valid"])))
+        backend.close()
+        return seen
+
+    default = scienceworld.ScienceWorldEnv("", envStepLimit=10**9)
+    assert not set(JVM_OPTIONS) & set(_jvm_arguments(default))
+    assert len(loads(default)) > 1
+    ours = _start_simulator()
+    assert set(JVM_OPTIONS) <= set(_jvm_arguments(ours))
+    assert len(loads(ours)) == 1
+
+
+def test_a_variation_plays_the_same_in_a_fresh_and_a_used_simulator(suite):
+    """Boil's gold path (the gold agent caches room search paths per JVM; a JVM that loaded
+    boil/var3 first drew another one) and a whole gold-path episode of find-animal (animals
+    wander at random) are the same in a fresh simulator and in one that played another task."""
+    used, fresh = _acquire(), _start_simulator()
+    fresh.loaded, fresh.gold = None, []
+    try:
+        warm_up = suite.make_env("boil/var3")
+        warm_up._backend = used
+        warm_up.reset(seed=0)
+        for action in warm_up.gold_path()[:6]:
+            warm_up.step(action)
+        trajectories, gold_paths = [], []
+        for backend in (used, fresh):
+            boil = suite.make_env("boil/var21")
+            boil._backend = backend
+            gold_paths.append(boil.gold_path())
+            env = suite.make_env("find-animal/var225")
+            env._backend = backend
+            observation, info = env.reset(seed=0)
+            trajectory, done = [(observation, info)], False
+            while not done:
+                result = env.step(env.oracle_action())
+                trajectory.append((result.observation, result.reward, result.info))
+                done = result.terminated or result.truncated
+            trajectories.append(trajectory)
+        assert gold_paths[0] == gold_paths[1]
+        assert trajectories[0] == trajectories[1]
+        assert trajectories[0][-1][2]["won"]
+    finally:
+        _release(used)
+        fresh.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_check_env_passes_on_one_variation_of_every_task(suite):
+    """Must-show: the Env contract (determinism, invalid actions, truncation, snapshot/restore,
+    the oracle's action admissible) holds on the first test variation of each of the 30
+    tasks; the registry-wide test checks only a spread of them."""
+    failures = {}
+    for name in task_names():
+        task = next(t for t in suite.tasks("test") if t.task_type == name)
+        env = suite.make_env(task.id)
+        try:
+            check_env(env, seed=0)
+        except AssertionError as error:
+            failures[task.id] = str(error)
+        del env
+    assert not failures, failures
+
+
+def test_harness_list_marks_the_suite_unavailable_without_java(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(tasks.base, "_CACHE", {})
+    assert main(["list", "suites"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    line = next(line for line in lines if line.startswith("scienceworld@1"))
+    assert "unavailable" in line and "openjdk-17-jre-headless" in line
+    assert any(line.startswith("frozenlake@1") and "unavailable" not in line for line in lines)
 
 
 @pytest.mark.slow
