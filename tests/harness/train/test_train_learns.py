@@ -44,9 +44,9 @@ def rl_recipe(tmp_path, name: str, algorithm: str, source: str):
         "rollout": {"tasks_per_update": 16, "group_size": 8, "temperature": 1.0,
                     "max_new_tokens": 8},
         "algorithm": {"name": algorithm, "kl_coef": 0.0, "clip_high": 0.28,
-                      "aggregation": "token-mean"},
-        "optim": {"lr": 3e-4, "micro_batch": 512},
-        "eval": {"split": "test", "n_tasks": EVAL_TASKS, "samples": 2, "headroom_k": 0},
+                      "aggregation": "token-mean", "minibatches": 4},
+        "optim": {"lr": 2e-4, "micro_batch": 512},
+        "eval": {"split": "test", "n_tasks": EVAL_TASKS, "samples": 4, "headroom_k": 0},
     })
 
 
