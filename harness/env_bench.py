@@ -3,7 +3,8 @@
 `ENV_BENCHES` maps a name to a zero-argument function returning the lines to print (each figure
 next to a baseline measured in the same run); `env_report` prints them all. ALFWorld's entry
 measures the harness's engine (memoised TextWorld) on random admissible commands and, as the
-baseline, the stock TextWorld engine on the same commands.
+baseline, the stock TextWorld engine on the same commands; WebShop's entry times the search
+step next to the non-search step of the same run (``harness bench webshop``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 
 from harness.core import make_rng
 
-__all__ = ["ENV_BENCHES", "env_report", "alfworld_bench", "ALFWORLD_TARGET_MS"]
+__all__ = ["ENV_BENCHES", "env_report", "alfworld_bench", "webshop_bench", "ALFWORLD_TARGET_MS"]
 
 ALFWORLD_TARGET_MS = 20.0
 ALFWORLD_STEPS = 60
@@ -129,8 +130,17 @@ def alfworld_bench() -> list[str]:
     return lines
 
 
+def webshop_bench() -> list[str]:
+    """Lines of the WebShop part of ``harness bench env``: the search step on the real
+    1,000-product set and on 100,000 generated products (as ``harness bench webshop``)."""
+    from tasks.webshop.bench import webshop_report
+
+    return webshop_report(None)
+
+
 ENV_BENCHES: dict[str, Callable[[], list[str]]] = {
     "alfworld": alfworld_bench,
+    "webshop": webshop_bench,
 }
 """Name -> zero-argument function returning printed lines; other suites add theirs here."""
 

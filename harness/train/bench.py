@@ -159,14 +159,17 @@ def _run_trl(tmp: Path, model_dir: Path, prompts: int, group: int, updates: int,
                 for c, o in zip(completions, oracle)]
 
     rows = _bench_prompts(prompts * (updates + 1))
-    config = trl.GRPOConfig(
-        output_dir=str(tmp / "trl"), per_device_train_batch_size=prompts * group,
-        num_generations=group, max_completion_length=max_new_tokens, learning_rate=lr,
-        beta=0.0, num_iterations=1, epsilon=0.2, temperature=1.0, top_p=1.0, top_k=0,
-        max_steps=updates, logging_steps=10_000, save_strategy="no", report_to="none",
-        use_cpu=True, bf16=False, seed=0, dataloader_num_workers=0, lr_scheduler_type="constant",
-        warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0, disable_tqdm=True,
-        log_completions=False, shuffle_dataset=False)
+    with warnings.catch_warnings():  # transformers' own deprecation notes about TRL's fields
+        warnings.simplefilter("ignore", FutureWarning)
+        config = trl.GRPOConfig(
+            output_dir=str(tmp / "trl"), per_device_train_batch_size=prompts * group,
+            num_generations=group, max_completion_length=max_new_tokens, learning_rate=lr,
+            beta=0.0, num_iterations=1, epsilon=0.2, temperature=1.0, top_p=1.0, top_k=0,
+            max_steps=updates, logging_steps=10_000, save_strategy="no", report_to="none",
+            use_cpu=True, bf16=False, seed=0, dataloader_num_workers=0,
+            lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0,
+            disable_tqdm=True,
+            log_completions=False, shuffle_dataset=False)
     tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
     model = transformers.AutoModelForCausalLM.from_pretrained(model_dir)
     trainer = trl.GRPOTrainer(model=model, reward_funcs=reward, args=config,
