@@ -168,8 +168,7 @@ def _run_trl(tmp: Path, model_dir: Path, prompts: int, group: int, updates: int,
             max_steps=updates, logging_steps=10_000, save_strategy="no", report_to="none",
             use_cpu=True, bf16=False, seed=0, dataloader_num_workers=0,
             lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0,
-            disable_tqdm=True,
-            log_completions=False, shuffle_dataset=False)
+            disable_tqdm=True, log_completions=False, shuffle_dataset=False)
     tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
     model = transformers.AutoModelForCausalLM.from_pretrained(model_dir)
     trainer = trl.GRPOTrainer(model=model, reward_funcs=reward, args=config,

@@ -10,6 +10,7 @@ tokens only, on ``frozenlake-random@1`` (random start and goal, 3 holes, paths o
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,37 +18,31 @@ import pytest
 from harness.core import make_rng
 from harness.stats.compare import compare_policies
 from harness.store import load_episodes
-from harness.train.config import make_train_config
+from harness.train.config import load_train_config
 from harness.train.evaluation import EvalSpec, eval_tasks, evaluate, success_rate
 from harness.train.run import policy_ids, run_id_of, run_training
 from harness.train.trainer import Trainer
 
-SFT_STEPS = 2400
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+"""The recipes under test are the README's examples, so the evidence and the examples agree."""
 UNDER_TRAINED = 300
-"""SFT step of the under-trained checkpoint RL starts from."""
-RL_UPDATES = 60
-EVAL_TASKS = 500
+"""SFT step of the under-trained checkpoint RL starts from (the SFT example's ``save_at``)."""
 SFT_EVAL_TASKS = 200
-THREADS = 2
 
-MODEL = {"source": "tiny", "hidden": 128, "layers": 4, "heads": 8, "kv_heads": 4,
-         "intermediate": 512, "init_std": 0.1, "chat_template": "compact",
-         "threads": THREADS}
+
+def recipe(tmp_path, example: str, **overrides):
+    """An example recipe writing under `tmp_path`, without transition files or the
+    headroom evaluation (the test compares before and after, seed by seed)."""
+    return load_train_config(EXAMPLES / example, {
+        "out_dir": str(tmp_path / "out"), "db": str(tmp_path / "results.db"),
+        "transitions_every": 0, **overrides})
 
 
 def rl_recipe(tmp_path, name: str, algorithm: str, source: str):
-    return make_train_config({
-        "name": name, "suite": "frozenlake-random@1", "updates": RL_UPDATES,
-        "out_dir": str(tmp_path / "out"), "db": str(tmp_path / "results.db"),
-        "transitions_every": 0,
-        "model": {**MODEL, "source": source},
-        "rollout": {"tasks_per_update": 16, "group_size": 8, "temperature": 1.0,
-                    "max_new_tokens": 8},
-        "algorithm": {"name": algorithm, "kl_coef": 0.0, "clip_high": 0.28,
-                      "aggregation": "token-mean", "minibatches": 4},
-        "optim": {"lr": 2e-4, "micro_batch": 512},
-        "eval": {"split": "test", "n_tasks": EVAL_TASKS, "samples": 4, "headroom_k": 0},
-    })
+    config = recipe(tmp_path, f"frozenlake_{algorithm}.toml", name=name,
+                    model={"source": source}, eval={"headroom_k": 0})
+    assert config.algorithm.name == algorithm
+    return config
 
 
 def comparison(db, config, seed: int, sampled: bool):
@@ -76,13 +71,8 @@ def credible_gain(c) -> bool:
 def test_sft_then_grpo_and_gigpo_learn(tmp_path):
     report: dict = {}
     # (a) SFT from random init on the oracle's trajectories (train split)
-    sft = make_train_config({
-        "name": "sft", "suite": "frozenlake-random@1", "updates": 0,
-        "out_dir": str(tmp_path / "out"), "db": str(tmp_path / "results.db"),
-        "model": MODEL,
-        "sft": {"steps": SFT_STEPS, "lr": 1e-3, "batch_size": 16, "warmup_steps": 30,
-                "schedule": "cosine", "save_at": [UNDER_TRAINED]},
-        "eval": {"n_tasks": 0}})
+    sft = recipe(tmp_path, "frozenlake_sft.toml", name="sft", eval={"n_tasks": 0})
+    assert UNDER_TRAINED in sft.sft.save_at and sft.model.source == "tiny"
     trainer = Trainer(sft, 0)
     trainer.prepare()
     held_out = eval_tasks(trainer.suite, "dev", SFT_EVAL_TASKS)
