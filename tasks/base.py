@@ -93,6 +93,56 @@ class TaskSpec:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
+COMPONENTS = ("engine", "tasks", "grader", "protocol", "data")
+ORIGINS = ("upstream", "rebuilt", "generated", "none")
+
+
+@dataclass(frozen=True)
+class Comparability:
+    """How a suite relates to the published benchmark it is named after.
+
+    Each component (`engine`, `tasks`, `grader`, `protocol`, `data`) is one of ``"upstream"``
+    (exactly the authors' code or data; where we run our own code for it, a differential
+    fixture against the upstream code proves equality), ``"rebuilt"`` (our own version of it),
+    ``"generated"`` (produced by our generators) or ``"none"`` (the benchmark has no such part,
+    e.g. the embedded games). `comparable` says in one line whether and where scores may be put
+    next to published numbers; `evidence` names the test or fixture that proves the
+    ``"upstream"`` claims; `generated_records` is true when the ceilings the audit measures are
+    set by records this project generates (the report marks them so).
+    """
+
+    engine: str = "none"
+    tasks: str = "none"
+    grader: str = "none"
+    protocol: str = "none"
+    data: str = "none"
+    comparable: str = "not comparable with a published benchmark"
+    evidence: str = ""
+    generated_records: bool = False
+
+    def __post_init__(self) -> None:
+        for component in COMPONENTS:
+            if getattr(self, component) not in ORIGINS:
+                raise ValueError(f"comparability {component}={getattr(self, component)!r}; "
+                                 f"expected one of {ORIGINS}")
+
+    def summary(self) -> str:
+        """One short cell: the upstream components, then the verdict."""
+        exact = [c for c in COMPONENTS if getattr(self, c) == "upstream"]
+        rebuilt = [f"{c} {getattr(self, c)}" for c in COMPONENTS
+                   if getattr(self, c) in ("rebuilt", "generated")]
+        parts = []
+        if exact:
+            parts.append("upstream " + "/".join(exact))
+        if rebuilt:
+            parts.append(", ".join(rebuilt))
+        return "; ".join(parts + [self.comparable])
+
+
+#: What a suite that states nothing declares: our own game, no published counterpart.
+OWN_SUITE = Comparability(comparable="the project's own suite; no published counterpart")
+
+
 @runtime_checkable
 class Suite(Protocol):
     """A versioned benchmark. `id` is ``name@version``."""
@@ -106,6 +156,9 @@ class Suite(Protocol):
     """True when `Env.step` is slow or blocks (runs in a worker thread); False steps inline."""
     instructions: str
     """The rules and the action format, as a model-backed policy's system prompt states them."""
+    comparability: Comparability
+    """What is upstream's exactly and what is rebuilt; whether scores compare with published
+    ones (`harness list suites` and the README show it)."""
 
     @property
     def id(self) -> str: ...
@@ -130,6 +183,7 @@ class SuiteBase:
     trivial_actions: Mapping[str, str] = {}
     blocking: bool = False
     instructions: str = ""
+    comparability: Comparability = OWN_SUITE
 
     def __init__(self, specs: Sequence[TaskSpec]):
         self._specs = list(specs)
