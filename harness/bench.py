@@ -10,7 +10,8 @@ from typing import Any
 
 from harness.config import RunConfig
 from harness.policies.scripted import choose_uniform
-from harness.runner import env_seed, plan_jobs, policy_rng, run
+from harness.episodes import env_seed, policy_rng
+from harness.runner import plan_jobs, run
 from harness.policies import make_policy
 from tasks import get_suite
 

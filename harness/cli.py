@@ -14,6 +14,22 @@ from harness.core import HarnessError
 log = logging.getLogger("harness")
 
 
+def _count(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= `low` (argparse then prints one line and exits 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
 def _run_flags(parser: argparse.ArgumentParser) -> None:
     from harness.config import RunConfig  # noqa: F401 - help texts come from its fields
     from dataclasses import fields
@@ -27,13 +43,14 @@ def _run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", help=helps["split"])
     parser.add_argument("--task-type", dest="task_types", action="append",
                         help=helps["task_types"])
-    parser.add_argument("--tasks", dest="n_tasks", type=int, help=helps["n_tasks"])
-    parser.add_argument("--eval-seeds", type=int, help="number of evaluation seeds (0..N-1)")
-    parser.add_argument("--samples", type=int, help=helps["samples"])
-    parser.add_argument("--max-steps", type=int, help=helps["max_steps"])
+    parser.add_argument("--tasks", dest="n_tasks", type=_count(0), help=helps["n_tasks"])
+    parser.add_argument("--eval-seeds", type=_count(1),
+                        help="number of evaluation seeds (0..N-1)")
+    parser.add_argument("--samples", type=_count(1), help=helps["samples"])
+    parser.add_argument("--max-steps", type=_count(1), help=helps["max_steps"])
     parser.add_argument("--timeout", dest="episode_timeout_s", type=float,
                         help=helps["episode_timeout_s"])
-    parser.add_argument("--concurrency", type=int, help=helps["concurrency"])
+    parser.add_argument("--concurrency", type=_count(1), help=helps["concurrency"])
     parser.add_argument("--max-error-rate", type=float, help=helps["max_error_rate"])
     parser.add_argument("--db", help=helps["db"])
     parser.add_argument("--run-id", help=helps["run_id"])
@@ -99,8 +116,14 @@ def _execute(config) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from harness.runner import RunInterrupted
+
     config = _config_from_args(args)
-    summary = _execute(config)
+    try:
+        summary = _execute(config)
+    except RunInterrupted as exc:
+        print(f"harness run: {exc}", file=sys.stderr)
+        return 128 + exc.signal_number
     print(f"run {summary.run_id}: played {summary.played} episodes ({summary.errors} errors), "
           f"skipped {summary.skipped} already stored, in {summary.wall_s:.1f}s -> {summary.db}")
     return 0
@@ -119,6 +142,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             counts = {split: len(suite.tasks(split)) for split in ("train", "dev", "test")}
             print(f"{suite_id:24s} {counts['train']:5d} train {counts['dev']:4d} dev "
                   f"{counts['test']:4d} test  {suite.description}")
+            print(f"{'':24s} comparability: {suite.comparability.summary()}")
     else:
         from harness.policies import policy_names
 
@@ -193,8 +217,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from harness.store import export_episodes, load_episodes
+    from harness.store import check_output_file, export_episodes, load_episodes
 
+    check_output_file(args.out, (".csv", ".parquet"))  # before the (long) read
     path = export_episodes(load_episodes(args.db, run_id=args.run_id), args.out)
     print(f"wrote {path}")
     return 0
@@ -222,6 +247,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.serve",
     "harness.tasks_cli",
     "harness.train.cli",
+    "harness.data",
+    "harness.swebench_cli",
 )
 """Modules that add subcommands: each has ``add_commands(subparsers)``; handlers set
 ``func`` and import heavy dependencies lazily."""
@@ -264,8 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", choices=["success", "score"], default="success")
     p.add_argument("--margin", type=float, help="equivalence margin for the paired TOST, in "
                    "outcome units (e.g. 0.02); without it equivalence is not tested")
-    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap/permutation draws")
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling RNG")
+    p.add_argument("--resamples", type=_count(1), default=10_000,
+                   help="bootstrap/permutation draws")
+    p.add_argument("--seed", type=_count(0), default=0, help="seed of the resampling RNG")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("quickstart", help="a small leaderboard of the scripted policies")

@@ -14,6 +14,10 @@ from typing import Any
 from harness.core import ConfigError, UnknownNameError, read_toml
 
 
+MAX_EPISODES_PER_TASK = 1_000_000
+"""Bound on eval seeds x samples per (policy, task): a plan is checked before it is built."""
+
+
 def _help(text: str, **kwargs: Any) -> Any:
     return field(metadata={"help": text}, **kwargs)
 
@@ -92,6 +96,9 @@ def _validate(config: RunConfig) -> None:
     for seed in config.eval_seeds:
         if not _is_int(seed) or seed < 0:
             raise ConfigError(f"eval seeds must be integers >= 0, got {seed!r}")
+    if len(config.eval_seeds) * config.samples > MAX_EPISODES_PER_TASK:
+        raise ConfigError(f"{len(config.eval_seeds)} eval seeds x {config.samples} samples is "
+                          f"more than {MAX_EPISODES_PER_TASK:,} episodes per task")
     if len(set(config.eval_seeds)) != len(config.eval_seeds):
         raise ConfigError(f"eval_seeds has duplicates: {list(config.eval_seeds)}")
     if not 0 <= config.max_error_rate <= 1:
@@ -118,8 +125,9 @@ def _coerce(name: str, value: Any) -> Any:
         return tuple(value)
     if name == "eval_seeds":
         if isinstance(value, int) and not isinstance(value, bool):
-            if value < 1:
-                raise ConfigError(f"eval_seeds as a count must be >= 1, got {value}")
+            if not 1 <= value <= MAX_EPISODES_PER_TASK:
+                raise ConfigError(f"eval_seeds as a count must lie in 1-"
+                                  f"{MAX_EPISODES_PER_TASK:,}, got {value}")
             return tuple(range(value))
         return tuple(value) if isinstance(value, (list, tuple)) else value
     if name in ("episode_timeout_s", "max_error_rate") and isinstance(value, int):

@@ -7,15 +7,24 @@ finishes, in one transaction; keys already stored ``ok`` for the run are skipped
 an interrupted command finishes the run with every episode stored exactly once. An exception
 in an episode is stored as status ``error`` (or ``timeout``) with its traceback and never
 counts as a success; a rerun plays such episodes again and replaces their record.
+
+Episodes of inline suites yield to the event loop at their start and then at least every
+`YIELD_EVERY_S` seconds, so concurrent episodes interleave, ``--timeout`` holds (the
+deadline is also checked after every step, exactly) and SIGINT/SIGTERM stop the run: the
+first signal cancels the episodes in flight, keeps every finished one, and `run` raises
+`RunInterrupted`; rerunning the same command completes the run. A run whose error rate
+exceeds ``max_error_rate`` raises `RunAborted`; a config that selects no episode at all is a
+`HarnessError`. Seeds, task selection, the episode context and the record come from the
+episode core, `harness.episodes`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import logging
 import platform
+import signal
 import subprocess
 import time
 import traceback
@@ -27,8 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import RunConfig
-from harness.core import HarnessError, derive_seed, make_rng
-from harness.policies import EpisodeContext, Policy, make_policy
+from harness.core import HarnessError
+from harness.episodes import (EpisodeTally, episode_context, env_seed, failed_record,
+                              finish_record, select_tasks)
+from harness.policies import Policy, make_policy
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 from harness.store import EpisodeWriter, Store
 from tasks import get_suite
@@ -37,10 +48,20 @@ from tasks.base import Suite, TaskSpec
 log = logging.getLogger(__name__)
 
 MIN_EPISODES_FOR_ERROR_RATE = 10
+YIELD_EVERY_S = 0.01
+"""Longest stretch an inline episode runs without yielding to the event loop."""
 
 
 class RunAborted(HarnessError):
     """The run stopped early (too many errors); finished episodes are stored."""
+
+
+class RunInterrupted(HarnessError):
+    """SIGINT or SIGTERM stopped the run; finished episodes are stored."""
+
+    def __init__(self, message: str, signal_number: int):
+        super().__init__(message)
+        self.signal_number = signal_number
 
 
 @dataclass(frozen=True)
@@ -67,22 +88,13 @@ class RunSummary:
     wall_s: float
 
 
-def env_seed(suite_id: str, task_id: str, eval_seed: int) -> int:
-    """The seed passed to ``Env.reset``: shared by every sample of a (task, eval seed)."""
-    return derive_seed(suite_id, task_id, eval_seed)
-
-
-def policy_rng(suite_id: str, task_id: str, eval_seed: int, sample: int, policy_id: str):
-    """The policy's RNG for one episode: differs across samples and policies."""
-    return make_rng(suite_id, task_id, eval_seed, sample, policy_id)
-
-
 async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
-                      executor: Executor | None = None
+                      executor: Executor | None = None, deadline: float | None = None
                       ) -> tuple[EpisodeRecord, list[StepRecord]]:
     """Play one episode. Exceptions propagate; `run` turns them into error records.
 
     Env work of a blocking suite runs in `executor` (the loop's default pool when None).
+    `deadline` (``loop.time()``) is checked after every step: past it, `TimeoutError`.
     """
     suite, task, policy = job.suite, job.task, job.policy
     blocking = suite.blocking
@@ -90,22 +102,20 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
     started = time.perf_counter()
     if blocking:
         env = await loop.run_in_executor(executor, suite.make_env, task.id)
+        obs, info = await loop.run_in_executor(executor, functools.partial(
+            env.reset, seed=env_seed(suite.id, task.id, job.eval_seed)))
     else:
+        await asyncio.sleep(0)  # let other episodes, timeouts and signals in
         env = suite.make_env(task.id)
-    seed = env_seed(suite.id, task.id, job.eval_seed)
-    if blocking:
-        obs, info = await loop.run_in_executor(executor, functools.partial(env.reset, seed=seed))
-    else:
-        obs, info = env.reset(seed=seed)
+        obs, info = env.reset(seed=env_seed(suite.id, task.id, job.eval_seed))
     limit = env.max_steps if max_steps is None else min(max_steps, env.max_steps)
-    context = EpisodeContext(suite.id, task, suite.trivial_actions, env,
-                             policy_rng(suite.id, task.id, job.eval_seed, job.sample, policy.id),
-                             obs, info, instructions=getattr(suite, "instructions", ""))
+    context = episode_context(suite, task, env, obs, info, eval_seed=job.eval_seed,
+                              sample=job.sample, policy_id=policy.id)
     steps: list[StepRecord] = []
-    total_reward, n_invalid, prompt_tokens, completion_tokens = 0.0, 0, 0, 0
-    retries, model_latency_s = 0, 0.0
+    tally = EpisodeTally()
     terminated = truncated = False
     history, act, step = context.history, policy.act, env.step
+    clock, yielded = loop.time, loop.time()
     while not (terminated or truncated):
         decision = await act(context)
         action = decision.action
@@ -118,24 +128,22 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
             truncated = True
         steps.append(StepRecord(t, obs, action, decision.raw_output, result.reward,
                                 terminated, truncated, info))
-        total_reward += result.reward
-        n_invalid += info.get("invalid", False)
-        prompt_tokens += decision.prompt_tokens
-        completion_tokens += decision.completion_tokens
-        retries += decision.retries
-        model_latency_s += decision.latency_s
+        tally.add(result.reward, info, prompt_tokens=decision.prompt_tokens,
+                  completion_tokens=decision.completion_tokens, retries=decision.retries,
+                  latency_s=decision.latency_s)
         history.append((obs, action))
         obs = result.observation
         context.observation, context.info, context.step = obs, info, t + 1
-    record = EpisodeRecord(
-        key=job.key, task_type=task.task_type, split=task.split, status="ok",
-        success=bool(info.get("won", False)), score=float(info.get("score", 0.0)),
-        total_reward=total_reward, n_steps=len(steps), n_invalid=int(n_invalid),
-        terminated=terminated, truncated=truncated, prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens, retries=retries, model_latency_s=model_latency_s,
-        wall_s=time.perf_counter() - started,
-        train_seed=policy.train_seed, final_observation=obs,
-        policy_provenance=dict(policy.provenance))
+        now = clock()
+        if deadline is not None and now >= deadline:
+            raise TimeoutError
+        if now - yielded >= YIELD_EVERY_S:
+            await asyncio.sleep(0)
+            yielded = clock()
+    record = finish_record(job.key, task, tally, info=info, terminated=terminated,
+                           truncated=truncated, final_observation=obs,
+                           wall_s=time.perf_counter() - started, train_seed=policy.train_seed,
+                           provenance=policy.provenance)
     return record, steps
 
 
@@ -145,33 +153,16 @@ def _last_line(text: str | None) -> str:
 
 
 def _failed(job: EpisodeJob, status: str, error: str, wall_s: float) -> EpisodeRecord:
-    return EpisodeRecord(
-        key=job.key, task_type=job.task.task_type, split=job.task.split, status=status,
-        success=False, score=float("nan"), total_reward=0.0, n_steps=0, n_invalid=0,
-        terminated=False, truncated=False, wall_s=wall_s, train_seed=job.policy.train_seed,
-        error=error, policy_provenance=dict(job.policy.provenance))
-
-
-def balanced_prefix(tasks: list[TaskSpec], n: int) -> list[TaskSpec]:
-    """The first `n` tasks taken round-robin across task types (each type in split order),
-    so that a small run still covers every task type."""
-    by_type: dict[str, list[TaskSpec]] = {}
-    for task in tasks:
-        by_type.setdefault(task.task_type, []).append(task)
-    interleaved = [task for group in itertools.zip_longest(*by_type.values()) for task in group
-                   if task is not None]
-    return interleaved[:n]
+    return failed_record(job.key, job.task, status, error, wall_s,
+                         train_seed=job.policy.train_seed, provenance=job.policy.provenance)
 
 
 def plan_jobs(config: RunConfig, policies: list[Policy], suites: list[Suite]
               ) -> Iterator[EpisodeJob]:
     """Every episode the config asks for, in a stable order."""
     for suite in suites:
-        tasks = suite.tasks(config.split)
-        if config.task_types:
-            tasks = [t for t in tasks if t.task_type in config.task_types]
-        if config.n_tasks is not None:
-            tasks = balanced_prefix(tasks, config.n_tasks)
+        tasks = select_tasks(suite, config.split, task_types=config.task_types,
+                             n_tasks=config.n_tasks)
         for policy in policies:
             for task in tasks:
                 for eval_seed in config.eval_seeds:
@@ -197,24 +188,90 @@ def provenance() -> dict[str, Any]:
             "packages": packages, "host": platform.node(), "python": platform.python_version()}
 
 
+def _scaffolds(policies: list[Policy]) -> dict[str, Any]:
+    """The scaffold spec of every model policy (stored with the run's config)."""
+    out = {}
+    for policy in policies:
+        scaffold = getattr(policy, "scaffold", None)
+        spec = getattr(scaffold, "spec", None)
+        if spec is not None and hasattr(spec, "to_dict"):
+            out[policy.id] = spec.to_dict()
+    return out
+
+
+def _nothing_to_play(config: RunConfig, suites: list[Suite]) -> HarnessError:
+    types = f" of task type {', '.join(config.task_types)}" if config.task_types else ""
+    return HarnessError(f"nothing to play: {', '.join(s.id for s in suites)} has no "
+                        f"{config.split} task{types}")
+
+
+class _Signals:
+    """SIGINT/SIGTERM handlers for the duration of a run: the first signal cancels the
+    workers (finished episodes are already with the writer)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, workers: list[asyncio.Task]):
+        self.loop, self.workers = loop, workers
+        self.received: list[int] = []
+        self.installed: list[int] = []
+        for number in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(number, self._on_signal, number)
+                self.installed.append(number)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                continue
+
+    def _on_signal(self, number: int) -> None:
+        self.received.append(number)
+        for task in self.workers:
+            task.cancel()
+
+    def remove(self) -> None:
+        for number in self.installed:
+            self.loop.remove_signal_handler(number)
+
+
+async def _play_all(workers: list[asyncio.Task]) -> BaseException | None:
+    """Wait for the workers; on the first failure cancel the others. Returns the failure."""
+    if not workers:
+        return None
+    done, pending = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    for task in done:
+        if not task.cancelled() and task.exception() is not None:
+            return task.exception()
+    return None
+
+
 async def run_async(config: RunConfig, *, store: Store,
                     on_episode: Callable[[EpisodeRecord], None] | None = None,
                     on_plan: Callable[[int, int], None] | None = None,
-                    policies: list[Policy] | None = None) -> RunSummary:
+                    policies: list[Policy] | None = None, begin: bool = True) -> RunSummary:
     """Play every episode of `config` not yet stored under its run id.
 
     `on_plan(total, skipped)` is called once before the first episode; `on_episode` after
     each stored episode. `policies` overrides ``config.policies`` (already-built objects).
+    ``begin=False``: the caller has recorded the run already (the trainer's evaluation adds
+    its episodes to the training seed's run).
+    Raises `RunAborted` when the error rate exceeds ``config.max_error_rate`` (checked from
+    `MIN_EPISODES_FOR_ERROR_RATE` episodes on, and at the end), `RunInterrupted` on
+    SIGINT/SIGTERM, and `HarnessError` when the config selects no episode.
     """
     started = time.perf_counter()
     suites = [get_suite(spec) for spec in config.suites]
     policies = policies if policies is not None else [make_policy(s) for s in config.policies]
     if not suites or not policies:
         raise HarnessError("a run needs at least one policy and one suite")
-    run_id = config.resolved_run_id()
-    store.begin_run(run_id, config.identity(), provenance())
-    done = store.stored_keys(run_id, statuses=("ok",))
     jobs = list(plan_jobs(config, policies, suites))
+    if not jobs and config.n_tasks != 0:
+        raise _nothing_to_play(config, suites)
+    run_id = config.resolved_run_id()
+    scaffolds = _scaffolds(policies)
+    identity = {**config.identity(), "scaffolds": scaffolds} if scaffolds else config.identity()
+    if begin:
+        store.begin_run(run_id, identity, provenance())
+    done = store.stored_keys(run_id, statuses=("ok",))
     pending = [job for job in jobs if job.key not in done]
     if on_plan:
         on_plan(len(jobs), len(jobs) - len(pending))
@@ -222,33 +279,46 @@ async def run_async(config: RunConfig, *, store: Store,
     queue: asyncio.Queue[EpisodeJob] = asyncio.Queue()
     for job in pending:
         queue.put_nowait(job)
+    loop = asyncio.get_running_loop()
+
+    def error_rate_exceeded(minimum: int) -> bool:
+        return (counts["played"] >= minimum
+                and counts["errors"] > config.max_error_rate * counts["played"])
+
+    def aborted(record: EpisodeRecord) -> RunAborted:
+        return RunAborted(
+            f"stopped: {counts['errors']} of {counts['played']} episodes failed (more "
+            f"than max_error_rate={config.max_error_rate}); last error: "
+            f"{_last_line(record.error)}; finished episodes are "
+            f"stored in {store.path} under run {run_id}")
+
+    last_failure: list[EpisodeRecord] = []
 
     async def worker() -> None:
         while not queue.empty():
             job = queue.get_nowait()
             t0 = time.perf_counter()
+            timeout = config.episode_timeout_s
             try:
-                async with asyncio.timeout(config.episode_timeout_s):
+                async with asyncio.timeout(timeout):
                     record, steps = await run_episode(job, max_steps=config.max_steps,
-                                                      executor=executor)
-            except asyncio.TimeoutError:
-                record, steps = _failed(job, "timeout", f"episode exceeded "
-                                        f"{config.episode_timeout_s}s", time.perf_counter() - t0), []
+                                                      executor=executor,
+                                                      deadline=loop.time() + timeout)
+            except TimeoutError:
+                record, steps = _failed(job, "timeout", f"episode exceeded {timeout}s",
+                                        time.perf_counter() - t0), []
             except Exception:  # noqa: BLE001 - stored with its traceback, never a success
                 record, steps = _failed(job, "error", traceback.format_exc(),
                                         time.perf_counter() - t0), []
             writer.submit(run_id, record, steps)
             counts["played"] += 1
-            counts["errors"] += record.status != "ok"
+            if record.status != "ok":
+                counts["errors"] += 1
+                last_failure[:] = [record]
             if on_episode:
                 on_episode(record)
-            if (counts["played"] >= MIN_EPISODES_FOR_ERROR_RATE
-                    and counts["errors"] > config.max_error_rate * counts["played"]):
-                raise RunAborted(
-                    f"stopped: {counts['errors']} of {counts['played']} episodes failed (more "
-                    f"than max_error_rate={config.max_error_rate}); last error: "
-                    f"{_last_line(record.error)}; finished episodes are "
-                    f"stored in {store.path} under run {run_id}")
+            if error_rate_exceeded(MIN_EPISODES_FOR_ERROR_RATE):
+                raise aborted(record)
 
     blocking = any(suite.blocking for suite in suites)
     executor = ThreadPoolExecutor(config.concurrency, "env") if blocking else None
@@ -256,14 +326,24 @@ async def run_async(config: RunConfig, *, store: Store,
         with EpisodeWriter(store.path, replace=True) as writer:
             workers = [asyncio.create_task(worker())
                        for _ in range(min(config.concurrency, len(pending)))]
+            signals = _Signals(loop, workers)
             try:
-                await asyncio.gather(*workers)
+                failure = await _play_all(workers)
             finally:
-                for task in workers:
-                    task.cancel()
+                signals.remove()
     finally:
         if executor is not None:  # a timed-out env call may still run: do not wait for it
             executor.shutdown(wait=False, cancel_futures=True)
+    if signals.received:
+        name = signal.Signals(signals.received[0]).name
+        raise RunInterrupted(
+            f"{name}: stopped after {counts['played']} episodes; finished episodes are "
+            f"stored in {store.path} under run {run_id}; rerun the same command to resume",
+            signals.received[0])
+    if failure is not None:
+        raise failure
+    if last_failure and error_rate_exceeded(1):
+        raise aborted(last_failure[0])
     return RunSummary(run_id, store.path, len(jobs), len(jobs) - len(pending), counts["played"],
                       counts["errors"], time.perf_counter() - started)
 

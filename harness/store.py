@@ -12,15 +12,17 @@ episode and never stores half of one; a resumed run skips the keys already store
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import pandas as pd
@@ -28,11 +30,15 @@ import pandas as pd
 from harness.core import ConfigError, HarnessError
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+"""Version of the core tables (``meta``, ``runs``, ``episodes``, ``trajectories``), stored as
+``meta.schema_version``. Each `TableSet` of a subsystem has its own version
+(``meta.tables:NAME``)."""
+READABLE_VERSIONS = (2, 3)
+"""Core versions a read-only store can read without upgrading (same episode tables)."""
 DEFAULT_DB = Path("results") / "harness.db"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+_CORE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, config TEXT NOT NULL, code_version TEXT, packages TEXT,
     host TEXT, created_at REAL NOT NULL);
@@ -51,23 +57,6 @@ CREATE TABLE IF NOT EXISTS trajectories (
     eval_seed INTEGER NOT NULL, sample INTEGER NOT NULL, n_steps INTEGER NOT NULL,
     steps TEXT NOT NULL,
     PRIMARY KEY (run_id, policy_id, suite, task_id, eval_seed, sample));
-CREATE TABLE IF NOT EXISTS audits (
-    audit_id TEXT PRIMARY KEY, suite TEXT NOT NULL, split TEXT NOT NULL, config TEXT NOT NULL,
-    result TEXT NOT NULL, created_at REAL NOT NULL);
--- training metrics (harness.train): one row per (run, train seed, update step)
-CREATE TABLE IF NOT EXISTS train_metrics (
-    run_id TEXT NOT NULL, train_seed INTEGER NOT NULL, step INTEGER NOT NULL,
-    metrics TEXT NOT NULL, recorded_at REAL NOT NULL,
-    PRIMARY KEY (run_id, train_seed, step));
--- signal results (harness.signal_eval): evaluation point sets with their reference Q, and
--- the scores of each signal on a set
-CREATE TABLE IF NOT EXISTS signal_point_sets (
-    set_id TEXT PRIMARY KEY, suite TEXT NOT NULL, config TEXT NOT NULL, points TEXT NOT NULL,
-    reference TEXT NOT NULL, created_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS signal_results (
-    set_id TEXT NOT NULL, signal TEXT NOT NULL, family TEXT NOT NULL, model TEXT NOT NULL,
-    scores TEXT NOT NULL, info TEXT NOT NULL, created_at REAL NOT NULL,
-    PRIMARY KEY (set_id, signal, model));
 """
 
 EPISODE_COLUMNS = [
@@ -79,30 +68,183 @@ EPISODE_COLUMNS = [
 """Columns of `load_episodes`, in order."""
 
 
-class Store:
-    """A connection to the results database. Use as a context manager or call `close()`."""
 
-    def __init__(self, path: str | os.PathLike = DEFAULT_DB):
-        self.path = Path(path)
+@dataclass(frozen=True)
+class TableSet:
+    """The tables of one subsystem (audits, training metrics, signal results, ...), created
+    and upgraded on first use through the store's one connection.
+
+    ``migrations[i]`` is the SQL script that takes the set from version ``i`` to ``i + 1``
+    (``migrations[0]`` creates it); the current version is ``len(migrations)``. A script may
+    only add: a database upgraded by a newer harness stays readable by its own data.
+    """
+
+    name: str
+    migrations: tuple[str, ...]
+
+    @property
+    def version(self) -> int:
+        return len(self.migrations)
+
+    @property
+    def meta_key(self) -> str:
+        return f"tables:{self.name}"
+
+
+AUDIT_TABLES = TableSet("audits", ("""
+CREATE TABLE IF NOT EXISTS audits (
+    audit_id TEXT PRIMARY KEY, suite TEXT NOT NULL, split TEXT NOT NULL, config TEXT NOT NULL,
+    result TEXT NOT NULL, created_at REAL NOT NULL)""",))
+TRAIN_METRIC_TABLES = TableSet("train_metrics", ("""
+-- one row per (run, train seed, update step)
+CREATE TABLE IF NOT EXISTS train_metrics (
+    run_id TEXT NOT NULL, train_seed INTEGER NOT NULL, step INTEGER NOT NULL,
+    metrics TEXT NOT NULL, recorded_at REAL NOT NULL,
+    PRIMARY KEY (run_id, train_seed, step))""",))
+SIGNAL_TABLES = TableSet("signals", ("""
+-- evaluation point sets with their reference Q, and the scores of each signal on a set
+CREATE TABLE IF NOT EXISTS signal_point_sets (
+    set_id TEXT PRIMARY KEY, suite TEXT NOT NULL, config TEXT NOT NULL, points TEXT NOT NULL,
+    reference TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS signal_results (
+    set_id TEXT NOT NULL, signal TEXT NOT NULL, family TEXT NOT NULL, model TEXT NOT NULL,
+    scores TEXT NOT NULL, info TEXT NOT NULL, created_at REAL NOT NULL,
+    PRIMARY KEY (set_id, signal, model))""",))
+
+_LEGACY_SETS = ("audits", "train_metrics", "signals")
+"""Table sets that schema version 2 created with the core tables (all at their version 1)."""
+
+_CORE_MIGRATIONS: dict[int, str] = {
+    3: "".join(f"INSERT OR IGNORE INTO meta VALUES ('tables:{name}', '1');\n"
+               for name in _LEGACY_SETS),
+}
+"""``version -> script`` taking the core from ``version - 1`` to ``version``."""
+
+
+def _reported(method):
+    """Turn SQLite's errors about the file itself (corrupt page, disk full, I/O error) into
+    one-line `HarnessError`s naming the database; constraint violations keep propagating."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=30000")
-            self._db.executescript(_SCHEMA)
-            self._check_schema()
+            return method(self, *args, **kwargs)
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise HarnessError(f"results database {self.path}: {exc}") from None
+        except pd.errors.DatabaseError as exc:  # pandas wraps SQLite's error
+            raise HarnessError(f"results database {self.path}: {exc.__cause__ or exc}") \
+                from None
+
+    return wrapper
+
+
+class Store:
+    """A connection to the results database. Use as a context manager or call `close()`.
+
+    ``readonly=True`` opens the file without writing anything (``mode=ro``; ``immutable=1``
+    when its folder or the file cannot be written, e.g. a read-only mount): reading commands
+    (leaderboard, export, report) use it. A writable store upgrades an older database in one
+    transaction when it opens it.
+    """
+
+    def __init__(self, path: str | os.PathLike = DEFAULT_DB, *, readonly: bool = False,
+                 check_same_thread: bool = True):
+        self.path, self.readonly = Path(path), readonly
+        self._ready: set[str] = set()
+        self._legacy = False
+        try:
+            self._db = self._connect(check_same_thread)
         except (OSError, sqlite3.Error) as exc:
             raise HarnessError(f"cannot open results database {self.path}: {exc}") from None
 
-    def _check_schema(self) -> None:
-        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                             (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise HarnessError(f"{self.path} has schema version {row[0]}; this harness reads "
+    def _connect(self, check_same_thread: bool) -> sqlite3.Connection:
+        if self.readonly:
+            if not self.path.is_file():
+                raise HarnessError(f"no results database at {self.path}; run `harness run` "
+                                   "first")
+            writable = os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
+            mode = "mode=ro" if writable else "immutable=1"
+            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?{mode}", uri=True,
+                                 isolation_level=None, check_same_thread=check_same_thread)
+            db.execute("PRAGMA busy_timeout=30000")
+            self._check_readable(db)
+            return db
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, isolation_level=None,
+                             check_same_thread=check_same_thread)
+        db.execute("PRAGMA busy_timeout=30000")  # first: the next statements may wait
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        _in_transaction(db, lambda: self._upgrade(db))
+        return db
+
+    def _version(self, db: sqlite3.Connection) -> int | None:
+        """The core schema version, or None for a database without tables."""
+        has_meta = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
+                              "name='meta'").fetchone()
+        if has_meta is None:
+            return None
+        row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row is not None else None
+
+    def _check_readable(self, db: sqlite3.Connection) -> None:
+        version = self._version(db)
+        self._legacy = version == 2  # its table sets exist, at version 1, unrecorded
+        if version is None or version not in READABLE_VERSIONS:
+            raise HarnessError(f"{self.path} has schema version {version}; this harness reads "
+                               f"versions {', '.join(map(str, READABLE_VERSIONS))}")
+
+    def _upgrade(self, db: sqlite3.Connection) -> None:
+        """Create the core tables or upgrade them to `SCHEMA_VERSION` (inside a transaction)."""
+        version = self._version(db)
+        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        if version is None:
+            for statement in _statements(_CORE_SCHEMA):
+                db.execute(statement)
+        elif version > SCHEMA_VERSION or version < min(_CORE_MIGRATIONS) - 1:
+            raise HarnessError(f"{self.path} has schema version {version}; this harness reads "
                                f"version {SCHEMA_VERSION}")
+        else:
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _statements(_CORE_MIGRATIONS[target]):
+                    db.execute(statement)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                   (str(SCHEMA_VERSION),))
+
+    def tables(self, tables: TableSet) -> sqlite3.Connection | None:
+        """The connection, with `tables` created or upgraded to their version; None when the
+        store is read-only and the set was never created (there is nothing to read)."""
+        if tables.name in self._ready:
+            return self._db
+        db = self._db
+        row = db.execute("SELECT value FROM meta WHERE key=?", (tables.meta_key,)).fetchone()
+        version = int(row[0]) if row is not None else 0
+        if row is None and self._legacy and tables.name in _LEGACY_SETS:
+            version = 1
+        if version > tables.version:
+            raise HarnessError(f"{self.path} has version {version} of the {tables.name} tables; "
+                               f"this harness reads version {tables.version}")
+        if version < tables.version:
+            if self.readonly:
+                if version == 0:
+                    return None
+                raise HarnessError(f"{self.path} has version {version} of the {tables.name} "
+                                   "tables; open it once writable to upgrade it")
+
+            def upgrade() -> None:
+                row = db.execute("SELECT value FROM meta WHERE key=?",
+                                 (tables.meta_key,)).fetchone()
+                for script in tables.migrations[int(row[0]) if row else 0:]:
+                    for statement in _statements(script):
+                        db.execute(statement)
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                           (tables.meta_key, str(tables.version)))
+
+            _in_transaction(db, upgrade)
+        self._ready.add(tables.name)
+        return db
 
     def close(self) -> None:
         self._db.close()
@@ -114,26 +256,34 @@ class Store:
         self.close()
 
     # -- runs -----------------------------------------------------------------------------------
+    @_reported
     def begin_run(self, run_id: str, config: dict[str, Any], provenance: dict[str, Any]) -> bool:
         """Record a run; returns False if `run_id` already exists with the same config (a
-        resume). A different config under the same id is a `ConfigError`."""
+        resume). A different config under the same id is a `ConfigError`. One transaction:
+        two processes starting the same run at once both see one row."""
         config_json = json.dumps(config, sort_keys=True)
-        row = self._db.execute("SELECT config FROM runs WHERE run_id=?", (run_id,)).fetchone()
-        if row is not None:
-            if row[0] != config_json:
-                raise ConfigError(f"run id {run_id!r} already exists in {self.path} with a "
-                                  "different config; choose another --run-id")
-            return False
-        self._db.execute(
-            "INSERT INTO runs VALUES (?,?,?,?,?,?)",
-            (run_id, config_json, provenance.get("code_version"),
-             json.dumps(provenance.get("packages", {}), sort_keys=True),
-             provenance.get("host"), time.time()))
-        return True
+        db = self._db
 
+        def begin() -> bool:
+            row = db.execute("SELECT config FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            if row is not None:
+                if row[0] != config_json:
+                    raise ConfigError(f"run id {run_id!r} already exists in {self.path} with a "
+                                      "different config; choose another --run-id")
+                return False
+            db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?)",
+                       (run_id, config_json, provenance.get("code_version"),
+                        json.dumps(provenance.get("packages", {}), sort_keys=True),
+                        provenance.get("host"), time.time()))
+            return True
+
+        return _in_transaction(db, begin)
+
+    @_reported
     def runs(self) -> pd.DataFrame:
         return pd.read_sql_query("SELECT * FROM runs ORDER BY created_at", self._db)
 
+    @_reported
     def run_config(self, run_id: str) -> dict[str, Any]:
         row = self._db.execute("SELECT config FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if row is None:
@@ -141,6 +291,7 @@ class Store:
         return json.loads(row[0])
 
     # -- episodes -------------------------------------------------------------------------------
+    @_reported
     def stored_keys(self, run_id: str, *, statuses: Sequence[str] | None = None) -> set[EpisodeKey]:
         """Keys already stored for `run_id` (optionally only those with a given status)."""
         sql = "SELECT policy_id, suite, task_id, eval_seed, sample FROM episodes WHERE run_id=?"
@@ -156,6 +307,7 @@ class Store:
         attempt under the same key (used to retry errored episodes)."""
         self.write_episodes([(run_id, episode, steps)], replace=replace)
 
+    @_reported
     def write_episodes(self, batch: Sequence[tuple[str, EpisodeRecord, Iterable[StepRecord]]],
                        *, replace: bool = False) -> None:
         """Store several ``(run_id, episode, steps)`` in one transaction (a group commit)."""
@@ -167,15 +319,14 @@ class Store:
             trajectory_rows.append((*key, len(steps), _encode([tuple(s) for s in steps])))
         verb = "INSERT OR REPLACE" if replace else "INSERT"
         db = self._db
-        db.execute("BEGIN")
-        try:
+
+        def write() -> None:
             db.executemany(f"{verb} INTO episodes VALUES ({_EPISODE_PLACEHOLDERS})", episode_rows)
             db.executemany(f"{verb} INTO trajectories VALUES (?,?,?,?,?,?,?,?)", trajectory_rows)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
+        _in_transaction(db, write)
+
+    @_reported
     def load_episodes(self, *, run_id: str | Sequence[str] | None = None,
                       suite: str | Sequence[str] | None = None,
                       policy: str | Sequence[str] | None = None,
@@ -200,6 +351,7 @@ class Store:
             "eval_seed, sample", self._db, params=params)
         return _typed(frame)
 
+    @_reported
     def load_steps(self, run_id: str, key: EpisodeKey) -> list[StepRecord]:
         """The trajectory of one episode, in step order."""
         row = self._db.execute(
@@ -209,6 +361,7 @@ class Store:
             raise HarnessError(f"no trajectory for {key} in run {run_id!r}")
         return [StepRecord(*step) for step in orjson.loads(row[0])]
 
+    @_reported
     def count_steps(self, run_id: str) -> int:
         """Total steps stored for `run_id`."""
         return self._db.execute("SELECT COALESCE(SUM(n_steps), 0) FROM trajectories WHERE "
@@ -216,37 +369,47 @@ class Store:
 
 
     # -- audits ---------------------------------------------------------------------------------
+    @_reported
     def write_audit(self, audit_id: str, suite: str, split: str, config: dict[str, Any],
                     result: dict[str, Any]) -> None:
         """Store one benchmark audit (`harness.audit`), replacing an earlier one with the same id.
         `config` and `result` are JSON-serialisable dicts."""
-        self._db.execute("INSERT OR REPLACE INTO audits VALUES (?,?,?,?,?,?)",
+        self.tables(AUDIT_TABLES).execute("INSERT OR REPLACE INTO audits VALUES (?,?,?,?,?,?)",
                          (audit_id, suite, split, json.dumps(config, sort_keys=True),
                           _encode(result), time.time()))
 
+    @_reported
     def load_audits(self, *, suite: str | Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Stored audits, oldest first: dicts with ``audit_id, suite, split, config, result,
         created_at`` (`config` and `result` decoded)."""
+        db = self.tables(AUDIT_TABLES)
+        if db is None:
+            return []
         sql, params = "SELECT * FROM audits", []
         if suite is not None:
             params = [suite] if isinstance(suite, str) else list(suite)
             sql += f" WHERE suite IN ({','.join('?' * len(params))})"
-        rows = self._db.execute(sql + " ORDER BY created_at, audit_id", params).fetchall()
+        rows = db.execute(sql + " ORDER BY created_at, audit_id", params).fetchall()
         return [{"audit_id": a, "suite": s, "split": sp, "config": json.loads(c),
                  "result": orjson.loads(r), "created_at": t} for a, s, sp, c, r, t in rows]
 
     # -- training metrics ---------------------------------------------------------------------
+    @_reported
     def write_train_metrics(self, run_id: str, train_seed: int, step: int,
                             metrics: dict[str, float]) -> None:
         """Store the metrics of one training update (`harness.train`); a resumed run that
         repeats a step replaces that step's row."""
-        self._db.execute("INSERT OR REPLACE INTO train_metrics VALUES (?,?,?,?,?)",
+        self.tables(TRAIN_METRIC_TABLES).execute("INSERT OR REPLACE INTO train_metrics VALUES (?,?,?,?,?)",
                          (run_id, int(train_seed), int(step), _encode(metrics), time.time()))
 
+    @_reported
     def load_train_metrics(self, *, run_id: str | Sequence[str] | None = None,
                            train_seed: int | None = None) -> pd.DataFrame:
         """One row per update: columns ``run_id, train_seed, step`` and one per metric
         (NaN where an update did not record it), sorted by run, seed and step."""
+        db = self.tables(TRAIN_METRIC_TABLES)
+        if db is None:
+            return pd.DataFrame(columns=["run_id", "train_seed", "step"])
         clauses, params = [], []
         if run_id is not None:
             ids = [run_id] if isinstance(run_id, str) else list(run_id)
@@ -256,7 +419,7 @@ class Store:
             clauses.append("train_seed = ?")
             params.append(int(train_seed))
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        rows = self._db.execute("SELECT run_id, train_seed, step, metrics FROM train_metrics"
+        rows = db.execute("SELECT run_id, train_seed, step, metrics FROM train_metrics"
                                 f"{where} ORDER BY run_id, train_seed, step", params).fetchall()
         records = [{"run_id": r, "train_seed": seed, "step": step, **orjson.loads(m)}
                    for r, seed, step, m in rows]
@@ -265,40 +428,74 @@ class Store:
                                                                    "step"])
 
     # -- signal results -----------------------------------------------------------------------
+    @_reported
     def write_signal_points(self, set_id: str, suite: str, config: dict[str, Any],
                             points: list[dict[str, Any]], reference: dict[str, Any]) -> None:
         """Store one evaluation point set (`harness.signal_eval`): `points` as dicts
         (`signals.base.EvaluationPoint.to_dict`), `reference` its Q-values (JSON-ready),
         replacing an earlier set with the same id."""
-        self._db.execute("INSERT OR REPLACE INTO signal_point_sets VALUES (?,?,?,?,?,?)",
+        self.tables(SIGNAL_TABLES).execute("INSERT OR REPLACE INTO signal_point_sets VALUES (?,?,?,?,?,?)",
                          (set_id, suite, json.dumps(config, sort_keys=True), _encode(points),
                           _encode(reference), time.time()))
 
+    @_reported
     def load_signal_points(self, set_id: str) -> dict[str, Any] | None:
         """The point set `set_id` as ``{set_id, suite, config, points, reference}``, or None."""
-        row = self._db.execute("SELECT set_id, suite, config, points, reference FROM "
+        db = self.tables(SIGNAL_TABLES)
+        if db is None:
+            return None
+        row = db.execute("SELECT set_id, suite, config, points, reference FROM "
                                "signal_point_sets WHERE set_id=?", (set_id,)).fetchone()
         if row is None:
             return None
         return {"set_id": row[0], "suite": row[1], "config": json.loads(row[2]),
                 "points": orjson.loads(row[3]), "reference": orjson.loads(row[4])}
 
+    @_reported
     def write_signal_result(self, set_id: str, signal: str, family: str, model: str,
                             scores: list[list[float]], info: dict[str, Any]) -> None:
         """Store one signal's scores on a point set (one list per point), replacing an
         earlier result of the same (set, signal, model)."""
-        self._db.execute("INSERT OR REPLACE INTO signal_results VALUES (?,?,?,?,?,?,?)",
+        self.tables(SIGNAL_TABLES).execute("INSERT OR REPLACE INTO signal_results VALUES (?,?,?,?,?,?,?)",
                          (set_id, signal, family, model, _encode(scores), _encode(info),
                           time.time()))
 
+    @_reported
     def load_signal_results(self, set_id: str) -> list[dict[str, Any]]:
         """Every stored signal result of a point set, oldest first: dicts with ``signal,
         family, model, scores, info``."""
-        rows = self._db.execute("SELECT signal, family, model, scores, info FROM "
+        db = self.tables(SIGNAL_TABLES)
+        if db is None:
+            return []
+        rows = db.execute("SELECT signal, family, model, scores, info FROM "
                                 "signal_results WHERE set_id=? ORDER BY created_at, signal",
                                 (set_id,)).fetchall()
         return [{"signal": s, "family": f, "model": m, "scores": orjson.loads(sc),
                  "info": orjson.loads(i)} for s, f, m, sc, i in rows]
+
+
+_T = TypeVar("_T")
+
+
+def _in_transaction(db: sqlite3.Connection, body: Callable[[], _T]) -> _T:
+    """Run `body` in one ``BEGIN IMMEDIATE`` transaction (the write lock taken up front, so
+    two writers never both read then write). SQLite rolls a transaction back by itself after
+    some errors (a full disk): the original error propagates, never "cannot rollback"."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        result = body()
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of an SQL script without triggers or string literals holding ';'."""
+    text = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("--"))
+    return [statement.strip() for statement in text.split(";") if statement.strip()]
 
 
 def _encode(value: Any) -> str:
@@ -332,11 +529,13 @@ class EpisodeWriter:
         self._path, self._replace, self._batch = Path(path), replace, batch
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._error: BaseException | None = None
+        # opened here, so that a database the writer cannot open fails the run at its start
+        self._store = Store(self._path, check_same_thread=False)
         self._thread = threading.Thread(target=self._loop, name="episode-writer", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
-        store = Store(self._path)
+        store = self._store
         try:
             while True:
                 item = self._queue.get()
@@ -361,6 +560,8 @@ class EpisodeWriter:
             store.close()
 
     def _check(self) -> None:
+        if isinstance(self._error, HarnessError):  # already names the database
+            raise HarnessError(f"storing episodes failed: {self._error}") from self._error
         if self._error is not None:
             raise HarnessError(f"writing to {self._path} failed: {self._error}") from self._error
 
@@ -396,20 +597,47 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_episodes(db: str | os.PathLike = DEFAULT_DB, **filters: Any) -> pd.DataFrame:
-    """Open `db` read-only in spirit and return `Store.load_episodes(**filters)`."""
-    if not Path(db).exists():
-        raise HarnessError(f"no results database at {db}; run `harness run` first")
-    with Store(db) as store:
+    """Open `db` read-only and return `Store.load_episodes(**filters)`."""
+    with Store(db, readonly=True) as store:
         return store.load_episodes(**filters)
 
 
 def export_episodes(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
     """Write the tidy table to ``.csv`` or ``.parquet`` (chosen by the suffix)."""
+    path = check_output_file(path, (".csv", ".parquet"))
+    try:
+        if path.suffix == ".csv":
+            frame.to_csv(path, index=False)
+        else:
+            frame.to_parquet(path, index=False)
+    except OSError as exc:
+        raise HarnessError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def check_output_dir(path: str | os.PathLike) -> Path:
+    """`path` as a `Path`, created if missing, once it is a folder this process can write."""
     path = Path(path)
-    if path.suffix == ".csv":
-        frame.to_csv(path, index=False)
-    elif path.suffix == ".parquet":
-        frame.to_parquet(path, index=False)
-    else:
-        raise ConfigError(f"cannot export to {path.name}: use a .csv or .parquet file name")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot write to folder {path}: {exc.strerror or exc}") from None
+    if not os.access(path, os.W_OK):
+        raise ConfigError(f"cannot write to folder {path}: not writable")
+    return path
+
+
+def check_output_file(path: str | os.PathLike, suffixes: Sequence[str]) -> Path:
+    """`path` as a `Path` if a file with one of `suffixes` can be written there: its folder
+    exists and it is not itself a folder (checked before any work is done)."""
+    path = Path(path)
+    if path.suffix not in suffixes:
+        raise ConfigError(f"cannot write {path.name}: use a file name ending in "
+                          f"{' or '.join(suffixes)}")
+    if path.is_dir():
+        raise ConfigError(f"cannot write {path}: it is a directory")
+    if not path.parent.is_dir():
+        raise ConfigError(f"cannot write {path}: folder {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK):
+        raise ConfigError(f"cannot write {path}: folder {path.parent} is not writable")
     return path

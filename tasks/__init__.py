@@ -14,7 +14,10 @@ from tasks.base import (
     suite_ids,
 )
 
+import os  # noqa: E402
+
 from tasks.alfworld.data import official_data_available  # noqa: E402 - light: no engine import
+from tasks.datasets import register_dataset  # noqa: E402
 
 register_suite("frozenlake", 1, "tasks.frozenlake:FrozenLakeSuite")
 register_suite("frozenlake-slippery", 1, "tasks.frozenlake:SlipperyFrozenLakeSuite")
@@ -26,11 +29,31 @@ if official_data_available():
     register_suite("alfworld", 1, "tasks.alfworld:AlfworldSuite")
 # needs Java 17 and the scienceworld extra; without them `harness list` marks it unavailable
 register_suite("scienceworld", 1, "tasks.scienceworld:ScienceWorldSuite")
-register_suite("webshop", 1, "tasks.webshop:WebShopSuite")
+register_suite("webshop", 1, "tasks.webshop:WebShopSuiteV1")  # earlier reward variant
+register_suite("webshop", 2, "tasks.webshop:WebShopSuite")
 register_suite("webshop-synthetic", 1, "tasks.webshop:WebShopSyntheticSuite")
 register_suite("medagentbench-v1", 1, "tasks.medagentbench:MedAgentBenchV1Suite")
 register_suite("medagentbench-v2", 1, "tasks.medagentbench:MedAgentBenchV2Suite")
 register_suite("medagentbench-v3", 1, "tasks.medagentbench:MedAgentBenchV3Suite")
+# sandboxed shell tasks (bubblewrap + a Debian rootfs; `harness list` marks them unavailable
+# without); terminal-bench@1 reads TERMINAL_BENCH_TASKS
+register_suite("terminal-lite", 1, "tasks.terminal:TerminalLiteSuite")
+if os.environ.get("TERMINAL_BENCH_TASKS"):
+    register_suite("terminal-bench", 1, "tasks.terminal:TerminalBenchSuite")
+# needs the sandbox and desktop-env (--no-deps); without them `harness list` marks it unavailable
+register_suite("osworld-files", 1, "tasks.osworld:OSWorldFilesSuite")
+
+# data sets the suites read (`harness data pull SUITE`); declared beside each family's loader
+register_dataset("webshop", "tasks.webshop.sources:DATASET")
+for _name in ("medagentbench-v1", "medagentbench-v2", "medagentbench-v3"):
+    register_dataset(_name, "tasks.medagentbench.sources:DATASET")
+register_suite("medagentbench-v1", 2, "tasks.medagentbench.suite_v2:MedAgentBenchV1Suite2")
+register_suite("medagentbench-v2", 2, "tasks.medagentbench.suite_v2:MedAgentBenchV2Suite2")
+# the @2 suites with protocol=fhir (the @1 protocol: POSTs validated and executed)
+register_suite("medagentbench-v1-fhir", 2,
+               "tasks.medagentbench.suite_v2:MedAgentBenchV1FhirSuite2")
+register_suite("medagentbench-v2-fhir", 2,
+               "tasks.medagentbench.suite_v2:MedAgentBenchV2FhirSuite2")
 
 __all__ = [
     "Env", "EnvCheckError", "StepResult", "Suite", "SuiteBase", "TaskSpec", "check_env",

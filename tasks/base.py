@@ -358,14 +358,19 @@ def check_env(env: Env, *, seed: int = 0, n_steps: int = 30) -> None:
 def _check_invalid_and_truncation(env: Env, seed: int, problems: list[str]) -> None:
     env.reset(seed=seed)
     key_before = env.state_key() if isinstance(env, HasStateKey) else None
+    # a benchmark whose own protocol ends the episode on an unparseable turn declares it
+    ends_on_invalid = getattr(env, "ends_on_invalid", False) is True
     for t in range(1, env.max_steps + 1):
         result = env.step(INVALID_PROBE)
         if result.info.get("invalid") is not True:
             problems.append(f"an unparseable action was not flagged invalid (step {t})")
         if key_before is not None and env.state_key() != key_before:
             problems.append("an invalid action changed the state")
-        if result.terminated:
-            problems.append("invalid actions terminated the episode")
+        if result.terminated != ends_on_invalid:
+            problems.append("invalid actions terminated the episode" if result.terminated
+                            else "an env with ends_on_invalid went on after an invalid action")
+            return
+        if ends_on_invalid:
             return
         if result.truncated != (t == env.max_steps):
             problems.append(f"truncated={result.truncated} at step {t} of max_steps={env.max_steps}")

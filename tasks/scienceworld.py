@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core import HarnessError, MissingDependencyError
-from tasks.base import SPLITS, StepResult, SuiteBase, TaskSpec
+from tasks.base import SPLITS, Comparability, StepResult, SuiteBase, TaskSpec
 
 __all__ = ["ScienceWorldTaskEnv", "ScienceWorldSuite", "MAX_STEPS", "SIMPLIFICATIONS",
            "UNKNOWN_ACTION", "JVM_OPTIONS", "JavaMissing", "variation_splits", "task_names"]
@@ -346,6 +346,10 @@ class ScienceWorldSuite(SuiteBase):
 
     name = "scienceworld"
     version = 1
+    comparability = Comparability(
+        engine="upstream", tasks="upstream", grader="upstream", protocol="rebuilt",
+        data="upstream", comparable="comparable with published ScienceWorld scores on the "
+        "same split and step limit (300 here)")
     description = "ScienceWorld (PyPI scienceworld simulator, Java), 30 tasks, no simplifications"
     trivial_actions = {"look around": "look around", "inventory": "inventory"}
     blocking = True

@@ -47,7 +47,7 @@ class BasePolicyFailed(HarnessError):
 @dataclass(frozen=True)
 class AuditConfig:
     """What one audit measures. Defaults: k=8 samples (a common GRPO group size), a 10%
-    trivial-ceiling threshold (MedAgentBench's finish-immediately policy scored 41.7%)."""
+    trivial-ceiling threshold."""
 
     suite: str
     split: str = "test"

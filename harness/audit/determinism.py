@@ -1,7 +1,7 @@
 """Grader determinism: re-grade stored trajectories and compare the rewards.
 
 Re-grading a trajectory replays its stored actions in a fresh env (``suite.make_env``) reset
-with the episode's own seed (`harness.runner.env_seed`) and compares, step by step, the
+with the episode's own seed (`harness.episodes.env_seed`) and compares, step by step, the
 reward and the ``won``/``score`` the env reports with the stored ones. The Env contract says
 same seed + same actions => same rewards; a task whose replays disagree (with the record or
 with each other) has a flaky grader.
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from harness.records import EpisodeKey, StepRecord
-from harness.runner import env_seed
+from harness.episodes import env_seed
 from harness.store import Store
 from tasks.base import Suite
 

@@ -78,7 +78,7 @@ def write_audit(db: str | os.PathLike, result: AuditResult) -> None:
 
 def load_audits(db: str | os.PathLike, *, suite: str | None = None) -> list[AuditResult]:
     """Every audit stored in ``db`` (oldest first), optionally of one suite."""
-    with Store(db) as store:
+    with Store(db, readonly=True) as store:
         return [result_from_dict(row["result"]) for row in store.load_audits(suite=suite)]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.audit.auditor import AuditResult
-from harness.audit.ceilings import ALL
+from harness.audit.ceilings import ALL, GENERATED_NOTE, generated_records
 
 __all__ = ["summary_lines", "one_line"]
 
@@ -37,7 +37,8 @@ def summary_lines(result: AuditResult) -> list[str]:
     flag = ("; FLAGGED above " + _pct(s["threshold"]) + ": " + ", ".join(
         f"{r.task_type} {_pct(r.success)} ({r.probe})" for r in flagged.itertuples())
             if len(flagged) else f"; no task type above {_pct(s['threshold'])}")
-    lines.append(f"  trivial ceiling  {_interval(top)} by {top['probe']}{flag}")
+    origin = f" ({GENERATED_NOTE})" if generated_records(result.suite) else ""
+    lines.append(f"  trivial ceiling  {_interval(top)} by {top['probe']}{origin}{flag}")
     learn = result.learnability[result.learnability["task_type"] == ALL].iloc[0]
     lines.append(f"  learnability     {c['base_policy']}, k={c['k']}: "
                  f"{_pct(learn['zero_gradient'])} of (task, eval seed) groups give zero GRPO "
@@ -65,7 +66,9 @@ def one_line(result: AuditResult) -> str:
     """One line per audit, for the quickstart."""
     s = result.summary
     flagged = ", ".join(s["flagged_types"]) or "none"
+    origin = f", {GENERATED_NOTE}" if generated_records(result.suite) else ""
     return (f"audit {result.suite}: oracle {_pct(s['oracle_success'])}, trivial ceiling "
-            f"{_pct(s['ceiling'])} ({s['ceiling_probe']}; flagged task types: {flagged}), "
+            f"{_pct(s['ceiling'])} ({s['ceiling_probe']}{origin}; flagged task types: "
+            f"{flagged}), "
             f"zero-gradient {_pct(s['zero_gradient'])} for {result.config['base_policy']} "
             f"k={result.config['k']}, {s['n_flaky']} flaky of {s['n_regraded']} re-graded")

@@ -39,7 +39,9 @@ class EpisodeContext:
     `history` holds ``(observation, action)`` pairs of earlier turns. `env` is exposed for
     scripted policies that read privileged state (the oracle); model-backed policies must not
     use it. `rng` is this episode's policy RNG (derived from suite, task, eval seed, sample).
-    `instructions` is the suite's rules and action format (for prompts).
+    `instructions` is the suite's rules and action format (for prompts);
+    `multiline_actions` whether the suite takes actions that span lines (its
+    ``multiline_actions`` attribute), which the scaffold's parser honours.
     """
 
     suite_id: str
@@ -52,6 +54,7 @@ class EpisodeContext:
     history: list[tuple[str, str]] = field(default_factory=list)
     step: int = 0
     instructions: str = ""
+    multiline_actions: bool = False
 
 
 @runtime_checkable

@@ -6,17 +6,29 @@ whatever else the trainer records: run id, base model, algorithm). ``checkpoint:
 PATH holds no ``checkpoint.json`` but ``step-*`` subdirectories that do, takes the one with
 the highest ``step``. The policy carries ``train_seed`` and the metadata as provenance, so
 leaderboards separate training seeds.
+
+The checkpoint is evaluated with the scaffold it was trained with (``scaffold`` in
+``checkpoint.json``, a `ScaffoldSpec`; ``bare@1`` for the bundled trainer) and, unless the
+spec sets ``max_tokens``, the trainer's completion budget (``decoding.max_new_tokens``).
+An explicit ``scaffold=``, ``format=``, ``history=`` or ``max_action_chars=`` that changes
+the stored scaffold is applied with a warning, logged and kept in the policy's provenance
+(stored with every episode).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness.core import ConfigError
 from harness.policies.model import ModelPolicy
+from harness.policies.scaffold import ScaffoldSpec, make_scaffold
 from harness.policies.specs import ModelSpec
+
+log = logging.getLogger(__name__)
 
 __all__ = ["CHECKPOINT_FILE", "write_checkpoint_metadata", "read_checkpoint",
            "resolve_checkpoint", "make_checkpoint_policy"]
@@ -61,15 +73,35 @@ def resolve_checkpoint(path: str | Path) -> Path:
     return max(steps)[1]
 
 
-def make_checkpoint_policy(spec: ModelSpec) -> ModelPolicy:
-    """The policy of a ``checkpoint:PATH`` spec."""
+def stored_scaffold(metadata: dict[str, Any]) -> ScaffoldSpec | None:
+    """The scaffold a checkpoint was trained with (None when its metadata names none)."""
+    stored = metadata.get("scaffold")
+    return None if stored is None else ScaffoldSpec.from_value(stored)
+
+
+def make_checkpoint_policy(spec: ModelSpec, *, policy_id: str | None = None,
+                           train_seed: int | None = None) -> ModelPolicy:
+    """The policy of a ``checkpoint:PATH`` spec. `policy_id` and `train_seed` replace the spec
+    string and the checkpoint's training seed (the trainer's own evaluation uses them)."""
     from harness.policies.hf import LocalModel, make_hf_backend
 
     path = resolve_checkpoint(spec.target)
     metadata = read_checkpoint(path)
+    stored = stored_scaffold(metadata)
+    scaffold = spec.scaffold_spec(stored)
+    provenance: dict[str, Any] = {"checkpoint": str(path), "checkpoint_meta": metadata}
+    if stored is not None and scaffold != stored:
+        warning = (f"checkpoint {path} was trained with scaffold {stored.to_dict()}; "
+                   f"evaluating with {scaffold.to_dict()} as the policy spec asks")
+        log.warning(warning)
+        provenance["scaffold_warning"] = warning
     options = spec.options
+    budget = (metadata.get("decoding") or {}).get("max_new_tokens")
+    if "max_tokens" not in spec.given and isinstance(budget, int) and budget > 0:
+        options = replace(options, max_tokens=budget)
     model = LocalModel(path, device=options.device, dtype=options.dtype,
                        threads=options.threads)
     return ModelPolicy(spec.spec, make_hf_backend(model, options), options,
-                       train_seed=metadata["train_seed"],
-                       provenance={"checkpoint": str(path), "checkpoint_meta": metadata})
+                       train_seed=metadata["train_seed"] if train_seed is None else train_seed,
+                       provenance=provenance, scaffold=make_scaffold(scaffold),
+                       policy_id=policy_id)

@@ -22,7 +22,7 @@ import numpy as np
 from harness.core import ConfigError, HarnessError, MissingDependencyError, derive_seed
 from harness.policies.batching import BatchQueue
 from harness.policies.model import ChatResult, Completion, ModelPolicy, Sampling
-from harness.policies.scaffold import Messages
+from harness.policies.scaffold import Messages, make_scaffold
 from harness.policies.specs import ModelOptions, ModelSpec
 
 log = logging.getLogger(__name__)
@@ -308,4 +308,5 @@ def make_hf_backend(model: LocalModel, options: ModelOptions) -> HFBackend:
 def make_hf_policy(spec: ModelSpec) -> ModelPolicy:
     """The policy of an ``hf:PATH`` spec."""
     model = local_model(spec)
-    return ModelPolicy(spec.spec, make_hf_backend(model, spec.options), spec.options)
+    return ModelPolicy(spec.spec, make_hf_backend(model, spec.options), spec.options,
+                       scaffold=make_scaffold(spec.scaffold_spec()))

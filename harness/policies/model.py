@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from harness.policies.base import Decision, EpisodeContext
-from harness.policies.scaffold import Messages, Scaffold
+from harness.policies.scaffold import Messages, Scaffold, make_scaffold
 from harness.policies.specs import ModelOptions
 
 __all__ = ["Sampling", "Completion", "ChatResult", "ChatBackend", "ModelPolicy"]
@@ -88,16 +88,19 @@ class ModelPolicy:
     """A policy that asks a language model for each action."""
 
     def __init__(self, spec: str, backend: ChatBackend, options: ModelOptions, *,
-                 train_seed: int | None = None, provenance: Mapping[str, Any] | None = None):
-        self.id = spec
+                 train_seed: int | None = None, provenance: Mapping[str, Any] | None = None,
+                 scaffold: Scaffold | None = None, policy_id: str | None = None):
+        self.id = policy_id or spec
         self.backend = backend
         self.options = options
         self.train_seed = train_seed
-        self.scaffold = Scaffold(options.format, options.history, options.max_action_chars)
+        self.scaffold: Scaffold = scaffold if scaffold is not None else make_scaffold(
+            options.scaffold or f"{options.format}@1", history=options.history,
+            max_action_chars=options.max_action_chars)
         self.sampling = Sampling.from_options(options)
         self.provenance: Mapping[str, Any] = {
             "kind": spec.partition(":")[0], "spec": spec, **backend.describe(),
-            **(provenance or {})}
+            "scaffold": self.scaffold.spec.to_dict(), **(provenance or {})}
         self.calls = self.retries = self.unparsed = 0
 
     def budget(self) -> int | None:
@@ -119,7 +122,7 @@ class ModelPolicy:
         result = await self.backend.chat(messages, sampling)
         latency = time.perf_counter() - started
         choice = result.choices[0]
-        parsed = self.scaffold.parse(choice.text)
+        parsed = self.scaffold.parse(choice.text, multiline=context.multiline_actions)
         self.calls += 1
         self.retries += result.retries
         self.unparsed += not parsed.ok

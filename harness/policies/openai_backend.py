@@ -29,7 +29,7 @@ import orjson
 from harness.core import HarnessError, make_rng
 from harness.policies.model import ChatResult, Completion, ModelPolicy, Sampling
 from harness.policies.openai_transport import RequestFailed, make_transport
-from harness.policies.scaffold import Messages
+from harness.policies.scaffold import Messages, make_scaffold
 from harness.policies.specs import DEFAULT_OPENAI_URL, ModelOptions, ModelSpec
 
 log = logging.getLogger(__name__)
@@ -207,4 +207,5 @@ def make_openai_policy(spec: ModelSpec) -> ModelPolicy:
     url = spec.url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_URL
     counter = _tokenizer_counter(options.tokenizer) if options.tokenizer else None
     backend = OpenAIBackend(spec.target, url, options, counter=counter)
-    return ModelPolicy(spec.spec, backend, options)
+    return ModelPolicy(spec.spec, backend, options,
+                       scaffold=make_scaffold(spec.scaffold_spec()))

@@ -1,6 +1,20 @@
 """Agent scaffolds: episode context -> chat messages, model output -> action.
 
-Prompt (one system and one user message, the single-prompt layout verl-agent uses):
+One `Scaffold` protocol (`messages`, `parse`, a serialisable `spec`) and a registry of
+versioned formats named ``NAME@VERSION`` (`make_scaffold("think@1", history=4)`):
+
+- ``think@1``: ``<think>...</think><action>...</action>`` (verl-agent's format);
+- ``react@1``: ``Thought: ...`` then ``Action: ...``;
+- ``bare@1``: the chat layout the bundled trainer uses: system = the suite's instructions,
+  earlier (observation, action) turns as user/assistant messages, user = the observation;
+  the reply is the action itself.
+
+A `ScaffoldSpec` (name, version, history window, action length limit, chat template id) is
+stored with every run, every episode and every trainer checkpoint, so a checkpoint is
+evaluated with the scaffold it was trained with. `register_scaffold` adds a format.
+
+Prompt of ``think`` and ``react`` (one system and one user message, the single-prompt layout
+verl-agent uses):
 
 - system: the suite's rules and action format (`EpisodeContext.instructions`, from the
   suite's ``instructions`` attribute) and the output format's instructions;
@@ -15,7 +29,10 @@ Output formats: ``think`` (``<think>...</think><action>...</action>``, as verl-a
 string: output with no action, several actions, an unclosed tag, an empty, over-long or
 non-printable action is *unparsed* and the policy sends `INVALID_ACTION` to the env, which
 counts it as an invalid step in the episode record. Reasoning blocks are stripped before the
-action is read, so the stored action never carries them.
+action is read, so the stored action never carries them. Multi-line actions (a POST with a
+JSON body) are read whole when the suite declares ``multiline_actions`` (`parse(...,
+multiline=True)`): the ``<action>`` tag may span lines, ``Action:`` keeps the whole block
+after it, and a bare reply is kept whole; otherwise an action is one line.
 
 Token budget: `Scaffold.messages` drops the oldest history steps until the prompt fits the
 budget (the model's context minus the completion's ``max_tokens``), then shortens the list
@@ -25,18 +42,24 @@ of admissible actions, then keeps only the end of the observation.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Protocol, runtime_checkable
 
 from harness.core import ConfigError, UnknownNameError
 from harness.policies.base import EpisodeContext, admissible
 
 __all__ = ["INVALID_ACTION", "OUTPUT_FORMATS", "ParsedAction", "PromptTemplate",
-           "DEFAULT_TEMPLATE", "Scaffold", "parse_action", "strip_reasoning",
-           "register_template", "template_for"]
+           "DEFAULT_TEMPLATE", "Scaffold", "ScaffoldSpec", "TaggedScaffold", "BareScaffold",
+           "parse_action", "parse_bare", "strip_reasoning", "register_template", "template_for",
+           "register_scaffold", "make_scaffold", "scaffold_names", "MULTILINE_MAX_CHARS"]
 
 INVALID_ACTION = "<invalid>"
 """Sent to the env when no action could be read from the output (no suite accepts it)."""
+
+MULTILINE_MAX_CHARS = 8000
+"""Action length limit for suites that take multi-line actions (a POST and its JSON body),
+unless the scaffold's own limit is higher."""
 
 Messages = list[dict[str, str]]
 TokenCounter = Callable[[Messages], int]
@@ -54,6 +77,9 @@ OUTPUT_FORMATS = tuple(FORMAT_INSTRUCTIONS)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufffd\ud800-\udfff]")
 """Control characters (C0 but tab, DEL, C1), Unicode line separators, the replacement
 character of undecodable bytes, and lone surrogates."""
+_CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufffd"
+                                r"\ud800-\udfff]")
+"""The same, with line feed and carriage return allowed (multi-line actions)."""
 _THINK = re.compile(r"<(/?)think>", re.IGNORECASE)
 _ACTION_OPEN = re.compile(r"<action>", re.IGNORECASE)
 _ACTION_CLOSE = re.compile(r"</action>", re.IGNORECASE)
@@ -100,15 +126,19 @@ def strip_reasoning(text: str) -> tuple[str, str]:
     return "".join(pieces), ""
 
 
-def _check_action(action: str, max_chars: int) -> ParsedAction:
+def _limit(max_chars: int, multiline: bool) -> int:
+    return max(max_chars, MULTILINE_MAX_CHARS) if multiline else max_chars
+
+
+def _check_action(action: str, max_chars: int, multiline: bool = False) -> ParsedAction:
     action = action.strip()
     if not action:
         return ParsedAction(None, "empty action")
     if len(action) > max_chars:
         return ParsedAction(None, f"action longer than {max_chars} characters")
-    if "\n" in action or "\r" in action:
+    if not multiline and ("\n" in action or "\r" in action):
         return ParsedAction(None, "action spans several lines")
-    if _CONTROL.search(action):
+    if (_CONTROL_MULTILINE if multiline else _CONTROL).search(action):
         return ParsedAction(None, "non-printable characters in the action")
     return ParsedAction(action)
 
@@ -125,26 +155,47 @@ def _tagged_action(text: str) -> tuple[str | None, str]:
     return text[opens[0].end():closes[0].start()], ""
 
 
-def parse_action(text: object, output_format: str = "think", *, max_chars: int = 200
-                 ) -> ParsedAction:
+def _react_action(rest: str, multiline: bool) -> tuple[str | None, str]:
+    found = list(_REACT_ACTION.finditer(rest))
+    if not found:
+        return None, "no Action: line"
+    if len(found) > 1:
+        return None, "several actions"
+    if multiline:  # the whole block after "Action:" (a POST line and its JSON body)
+        return rest[found[0].start(1):], ""
+    return found[0].group(1), ""
+
+
+def parse_action(text: object, output_format: str = "think", *, max_chars: int = 200,
+                 multiline: bool = False) -> ParsedAction:
     """Read the action from a model's output. Never raises: anything that is not exactly one
     well-formed action gives ``ParsedAction(None, reason)``. An action is non-empty,
-    single-line, printable and at most `max_chars` characters (whitespace around it is
-    stripped)."""
+    printable and at most `max_chars` characters (whitespace around it is stripped); it is
+    one line unless `multiline` (then the limit is at least `MULTILINE_MAX_CHARS`)."""
     if not isinstance(text, str):
         return ParsedAction(None, "output is not text")
+    if output_format == "bare":
+        return parse_bare(text, max_chars=max_chars, multiline=multiline)
     rest, error = strip_reasoning(text)
     if error:
         return ParsedAction(None, error)
     if output_format == "react":
-        found = _REACT_ACTION.findall(rest)
-        if not found:
-            return ParsedAction(None, "no Action: line")
-        if len(found) > 1:
-            return ParsedAction(None, "several actions")
-        return _check_action(found[0], max_chars)
-    action, error = _tagged_action(rest)
-    return ParsedAction(None, error) if action is None else _check_action(action, max_chars)
+        action, error = _react_action(rest, multiline)
+    else:
+        action, error = _tagged_action(rest)
+    if action is None:
+        return ParsedAction(None, error)
+    return _check_action(action, _limit(max_chars, multiline), multiline)
+
+
+def parse_bare(text: object, *, max_chars: int = 200, multiline: bool = False) -> ParsedAction:
+    """The action of a bare reply: its first non-empty line (the whole reply, stripped, when
+    `multiline`). Never raises; an empty reply is unparsed."""
+    if not isinstance(text, str):
+        return ParsedAction(None, "output is not text")
+    if not multiline:
+        text = next((line for line in text.splitlines() if line.strip()), "")
+    return _check_action(text, _limit(max_chars, multiline), multiline)
 
 
 @dataclass(frozen=True)
@@ -183,24 +234,122 @@ def _shorten_list(actions: Sequence[str], keep: int) -> str:
     return shown if keep >= len(actions) else f"{shown}, ... ({len(actions) - keep} more)"
 
 
+
+# ---- the scaffold protocol and its registry -------------------------------------------------
+
 @dataclass(frozen=True)
-class Scaffold:
-    """Prompt construction and output parsing for one policy."""
+class ScaffoldSpec:
+    """How prompts were built and outputs parsed: stored with runs, episodes and checkpoints.
 
-    output_format: str = "think"
-    """``think`` or ``react``."""
+    `chat_template` names the chat template the model renders messages with (``model``: the
+    tokenizer's own; ``compact``: the trainer's role-free template saved in the checkpoint).
+    """
+
+    name: str
+    version: int = 1
     history: int = 4
-    """K: earlier steps shown in the prompt (fewer when the token budget is tight)."""
     max_action_chars: int = 200
+    chat_template: str = "model"
 
-    def __post_init__(self) -> None:
-        if self.output_format not in FORMAT_INSTRUCTIONS:
-            raise UnknownNameError("output format", self.output_format, FORMAT_INSTRUCTIONS)
-        if self.history < 0 or self.max_action_chars < 1:
+    @property
+    def id(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, **asdict(self)}
+
+    @classmethod
+    def from_value(cls, value: str | Mapping[str, Any] | ScaffoldSpec) -> ScaffoldSpec:
+        """A spec from ``"think@1"`` / ``"think"`` (latest version), a stored dict, or a spec.
+        Dicts written before the registry (``{"name": "bare", "history": K}``) read as
+        version 1."""
+        if isinstance(value, ScaffoldSpec):
+            return value
+        if isinstance(value, str):
+            name, _, version = value.partition("@")
+            if name not in _SCAFFOLDS:
+                raise UnknownNameError("scaffold", value, scaffold_names())
+            if not version:
+                return cls(name, max(_SCAFFOLDS[name]))
+            if not version.isdigit() or int(version) not in _SCAFFOLDS[name]:
+                raise UnknownNameError("scaffold", value, scaffold_names())
+            return cls(name, int(version))
+        if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
+            raise ConfigError(f"a scaffold spec needs a name, got {value!r}")
+        known = {"name", "version", "history", "max_action_chars", "chat_template"}
+        return cls(**{k: v for k, v in value.items() if k in known})
+
+
+@runtime_checkable
+class Scaffold(Protocol):
+    """Episode context -> chat messages; model output -> action."""
+
+    spec: ScaffoldSpec
+
+    def messages(self, context: EpisodeContext, *, budget: int | None = None,
+                 count_tokens: TokenCounter | None = None) -> Messages:
+        """The chat messages of the current turn, fitted to `budget` prompt tokens."""
+        ...
+
+    def parse(self, text: object, *, multiline: bool = False) -> ParsedAction:
+        """The action in `text`; never raises."""
+        ...
+
+
+ScaffoldFactory = Callable[[ScaffoldSpec], Scaffold]
+_SCAFFOLDS: dict[str, dict[int, tuple[ScaffoldFactory, str]]] = {}
+
+
+def register_scaffold(name: str, version: int, factory: ScaffoldFactory,
+                      description: str) -> None:
+    """Register ``name@version``: `factory(spec)` builds it. A changed prompt or parser is a
+    new version (stored runs keep naming the old one)."""
+    _SCAFFOLDS.setdefault(name, {})[int(version)] = (factory, description)
+
+
+def scaffold_names() -> dict[str, str]:
+    """``name@version`` of every registered scaffold and its description."""
+    return {f"{name}@{v}": description for name, versions in sorted(_SCAFFOLDS.items())
+            for v, (_, description) in sorted(versions.items())}
+
+
+def make_scaffold(spec: str | Mapping[str, Any] | ScaffoldSpec, **overrides: Any) -> Scaffold:
+    """The scaffold of `spec` (``"bare@1"``, a stored dict, a `ScaffoldSpec`) with field
+    `overrides` (``history=``, ``max_action_chars=``, ``chat_template=``)."""
+    parsed = ScaffoldSpec.from_value(spec)
+    parsed = replace(parsed, **{k: v for k, v in overrides.items() if v is not None})
+    versions = _SCAFFOLDS.get(parsed.name)
+    if not versions or parsed.version not in versions:
+        raise UnknownNameError("scaffold", parsed.id, scaffold_names())
+    if parsed.history < 0 or parsed.max_action_chars < 1:
+        raise ConfigError("scaffold history must be >= 0 and max_action_chars >= 1")
+    return versions[parsed.version][0](parsed)
+
+
+def _trim_observation(observation: str) -> str:
+    return "[...]" + observation[len(observation) // 2 + 5:] if len(observation) > 12 \
+        else observation[1:]
+
+
+class TaggedScaffold:
+    """``think`` and ``react``: rules and format in the system message, a history window,
+    the observation and the admissible actions in one user message."""
+
+    def __init__(self, output_format: str = "think", history: int = 4,
+                 max_action_chars: int = 200, *, version: int = 1,
+                 chat_template: str = "model"):
+        if output_format not in FORMAT_INSTRUCTIONS:
+            raise UnknownNameError("output format", output_format, FORMAT_INSTRUCTIONS)
+        if history < 0 or max_action_chars < 1:
             raise ConfigError("history must be >= 0 and max_action_chars >= 1")
+        self.output_format = output_format
+        self.history, self.max_action_chars = history, max_action_chars
+        self.spec = ScaffoldSpec(output_format, version, history, max_action_chars,
+                                 chat_template)
 
-    def parse(self, text: object) -> ParsedAction:
-        return parse_action(text, self.output_format, max_chars=self.max_action_chars)
+    def parse(self, text: object, *, multiline: bool = False) -> ParsedAction:
+        return parse_action(text, self.output_format, max_chars=self.max_action_chars,
+                            multiline=multiline)
 
     def _render(self, context: EpisodeContext, shown: int, n_admissible: int,
                 observation: str) -> Messages:
@@ -227,7 +376,8 @@ class Scaffold:
     def messages(self, context: EpisodeContext, *, budget: int | None = None,
                  count_tokens: TokenCounter | None = None) -> Messages:
         """The chat messages for the current turn, fitted to `budget` prompt tokens as counted
-        by `count_tokens` (no trimming beyond the history window when either is None)."""
+        by `count_tokens` (no trimming beyond the history window when either is None):
+        older steps go first, then the admissible list, then the observation's start."""
         shown = min(self.history, len(context.history))
         n_admissible = len(admissible(context.info))
         observation = context.observation
@@ -241,7 +391,62 @@ class Scaffold:
             n_admissible //= 2
             messages = self._render(context, shown, n_admissible, observation)
         while count_tokens(messages) > budget and len(observation) > 1:
-            observation = "[...]" + observation[len(observation) // 2 + 5:] \
-                if len(observation) > 12 else observation[1:]
+            observation = _trim_observation(observation)
             messages = self._render(context, shown, n_admissible, observation)
         return messages
+
+
+class BareScaffold:
+    """``bare``: system = the suite's instructions (omitted when empty), the last `history`
+    (observation, action) turns as user/assistant messages, user = the observation; the reply
+    is the action (its first non-empty line; the whole reply for multi-line suites). The
+    bundled trainer's prompts, so a trained checkpoint is evaluated as it was trained."""
+
+    def __init__(self, history: int = 0, max_action_chars: int = 200, *, version: int = 1,
+                 chat_template: str = "model"):
+        if history < 0 or max_action_chars < 1:
+            raise ConfigError("history must be >= 0 and max_action_chars >= 1")
+        self.history, self.max_action_chars = history, max_action_chars
+        self.spec = ScaffoldSpec("bare", version, history, max_action_chars, chat_template)
+
+    def parse(self, text: object, *, multiline: bool = False) -> ParsedAction:
+        return parse_bare(text, max_chars=self.max_action_chars, multiline=multiline)
+
+    def render(self, instructions: str, history: Sequence[tuple[str, str]],
+               observation: str) -> Messages:
+        """The messages of `observation` after the `history` turns (all of them: the caller
+        chooses the window)."""
+        out = [{"role": "system", "content": instructions}] if instructions else []
+        for obs, action in history:
+            out += [{"role": "user", "content": obs}, {"role": "assistant", "content": action}]
+        out.append({"role": "user", "content": observation})
+        return out
+
+    def window(self, history: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+        return tuple(history[len(history) - self.history:]) if self.history else ()
+
+    def messages(self, context: EpisodeContext, *, budget: int | None = None,
+                 count_tokens: TokenCounter | None = None) -> Messages:
+        window = list(self.window(context.history))
+        observation = context.observation
+        messages = self.render(context.instructions, window, observation)
+        if budget is None or count_tokens is None:
+            return messages
+        while count_tokens(messages) > budget and window:
+            window = window[1:]
+            messages = self.render(context.instructions, window, observation)
+        while count_tokens(messages) > budget and len(observation) > 1:
+            observation = _trim_observation(observation)
+            messages = self.render(context.instructions, window, observation)
+        return messages
+
+
+register_scaffold("think", 1, lambda s: TaggedScaffold(
+    "think", s.history, s.max_action_chars, version=s.version, chat_template=s.chat_template),
+    "<think>reasoning</think><action>action</action> (verl-agent)")
+register_scaffold("react", 1, lambda s: TaggedScaffold(
+    "react", s.history, s.max_action_chars, version=s.version, chat_template=s.chat_template),
+    "Thought: ... then Action: ... lines")
+register_scaffold("bare", 1, lambda s: BareScaffold(
+    s.history, s.max_action_chars, version=s.version, chat_template=s.chat_template),
+    "instructions, observation turns, the reply is the action (the trainer's format)")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -52,8 +52,13 @@ class ModelOptions:
     """Ask for per-token log-probabilities of the completion."""
     top_logprobs: int = 0
     # scaffold (every backend)
+    scaffold: str | None = None
+    """The scaffold, ``NAME@VERSION`` (``think@1``, ``react@1``, ``bare@1``; see
+    `harness.policies.scaffold`); unset: ``FORMAT@1``, or for a checkpoint the scaffold it
+    was trained with."""
     format: str = "think"
-    """Output format: ``think`` (<think>/<action> tags) or ``react`` (Thought:/Action:)."""
+    """Output format: ``think`` (<think>/<action> tags) or ``react`` (Thought:/Action:);
+    shorthand for ``scaffold=think@1`` / ``react@1``."""
     history: int = 4
     """Earlier steps shown in the prompt (K)."""
     max_action_chars: int = 200
@@ -97,7 +102,7 @@ class ModelOptions:
 
 
 _SAMPLING = ("temperature", "top_p", "max_tokens", "stop", "seed", "logprobs", "top_logprobs",
-             "format", "history", "max_action_chars", "context")
+             "scaffold", "format", "history", "max_action_chars", "context")
 _LOCAL = ("max_batch", "batch_wait_ms", "threads", "device", "dtype")
 BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
     "openai": _SAMPLING + ("concurrency", "timeout", "max_retries", "backoff", "backoff_max",
@@ -119,6 +124,30 @@ class ModelSpec:
     target: str
     url: str | None = None
     options: ModelOptions = field(default_factory=ModelOptions)
+    given: frozenset[str] = frozenset()
+    """The option keys the spec string sets (the others are defaults)."""
+
+    def scaffold_spec(self, default: Any = None) -> Any:
+        """The `ScaffoldSpec` these options ask for. `default` (a stored spec, e.g. the one a
+        checkpoint was trained with) fills whatever the spec string does not set."""
+        from harness.policies.scaffold import ScaffoldSpec
+
+        o, given = self.options, self.given
+        stored = None if default is None else ScaffoldSpec.from_value(default)
+        if "scaffold" in given:
+            base = ScaffoldSpec.from_value(o.scaffold)
+        elif "format" in given or stored is None:
+            base = ScaffoldSpec.from_value(f"{o.format}@1")
+        else:
+            base = stored
+        if stored is not None:
+            base = replace(base, chat_template=stored.chat_template)
+            if base.name == stored.name:
+                base = replace(base, history=stored.history,
+                               max_action_chars=stored.max_action_chars)
+        keys = ("history", "max_action_chars")
+        return replace(base, **{k: getattr(o, k) for k in keys
+                                if k in given or stored is None})
 
 
 def _convert(name: str, values: list[str]) -> Any:
@@ -159,12 +188,16 @@ def _check(options: ModelOptions) -> None:
         raise ConfigError(f"option http must be auto, aiohttp or httpx, got {options.http!r}")
     if options.format not in ("think", "react"):
         raise ConfigError(f"option format must be think or react, got {options.format!r}")
+    if options.scaffold is not None:
+        from harness.policies.scaffold import ScaffoldSpec
+
+        ScaffoldSpec.from_value(options.scaffold)  # unknown names: did you mean
     if options.context is not None and options.context <= options.max_tokens:
         raise ConfigError(f"context ({options.context}) must exceed max_tokens "
                           f"({options.max_tokens})")
 
 
-def _options(backend: str, query: str) -> ModelOptions:
+def _options(backend: str, query: str) -> tuple[ModelOptions, frozenset[str]]:
     raw: dict[str, list[str]] = {}
     for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
         raw.setdefault(key, []).append(value)
@@ -174,7 +207,10 @@ def _options(backend: str, query: str) -> ModelOptions:
             raise UnknownNameError(f"option of the {backend} backend", key, allowed)
     options = ModelOptions(**{key: _convert(key, values) for key, values in raw.items()})
     _check(options)
-    return options
+    if "scaffold" in raw and "format" in raw:
+        raise ConfigError("give either scaffold= or format=, not both (format=react is "
+                          "scaffold=react@1)")
+    return options, frozenset(raw)
 
 
 def parse_model_spec(spec: str) -> ModelSpec:
@@ -191,7 +227,8 @@ def parse_model_spec(spec: str) -> ModelSpec:
     if not target:
         what = "a model name" if backend == "openai" else "a path"
         raise ConfigError(f"policy spec {spec!r} needs {what} after '{backend}:'")
-    return ModelSpec(spec, backend, target, url, _options(backend, query))
+    options, given = _options(backend, query)
+    return ModelSpec(spec, backend, target, url, options, given)
 
 
 def make_model_policy(spec: str) -> Any:

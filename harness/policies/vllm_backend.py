@@ -18,7 +18,7 @@ from typing import Any
 from harness.core import MissingDependencyError
 from harness.policies.batching import BatchQueue
 from harness.policies.model import ChatResult, Completion, ModelPolicy, Sampling
-from harness.policies.scaffold import Messages
+from harness.policies.scaffold import Messages, make_scaffold
 from harness.policies.specs import ModelOptions, ModelSpec
 
 __all__ = ["import_vllm", "VLLMEngine", "VLLMBackend", "make_vllm_policy"]
@@ -109,4 +109,5 @@ class VLLMBackend:
 def make_vllm_policy(spec: ModelSpec) -> ModelPolicy:
     """The policy of a ``vllm:PATH`` spec (``max_batch`` defaults to 16; raise it on a GPU)."""
     engine = VLLMEngine(spec.target, spec.options)
-    return ModelPolicy(spec.spec, VLLMBackend(engine, spec.options), spec.options)
+    return ModelPolicy(spec.spec, VLLMBackend(engine, spec.options), spec.options,
+                       scaffold=make_scaffold(spec.scaffold_spec()))

@@ -4,7 +4,8 @@ leaderboard page and provenance, all from the results store.
 Layout of ``OUT``: ``index.html`` (the page), ``README.md`` (every Markdown table, the
 figures, provenance), ``tables/NAME.md``, ``tables/NAME.tex``, ``tables/tables.tex`` (a
 compilable document inputting every table), ``figures/NAME.pdf|png`` (learning curves too when
-the store holds training metrics), ``provenance.json``.
+the store holds training metrics; 7 in wide, for two columns) and ``figures/column/NAME.pdf|png``
+(3.5 in, for one column, where the figure fits a page), ``provenance.json``.
 Episodes of audit runs (run ids ``audit-...``) feed the audit tables, not the leaderboard,
 unless run ids are selected explicitly.
 """
@@ -162,32 +163,49 @@ def _write_tables(tables: list[Table], directory: Path, comment: str) -> list[Pa
     return written + [master]
 
 
-def _write_figures(frame, ranked, by_type, passk, directory: Path,
-                   train_metrics: pd.DataFrame | None = None) -> list[Path]:
-    written: list[Path] = []
+def _figure_makers(frame, ranked, by_type, passk, train_metrics):
+    """``(name, make)`` per figure; ``make(width)`` draws it at ``width`` inches."""
+    makers = []
     for suite, rows in ranked.groupby("suite", sort=True):
-        written += fig.save_figure(fig.forest_plot(rows, f"{suite}: success rate"), directory,
-                                   f"forest-{suite}")
+        makers.append((f"forest-{suite}", lambda w, rows=rows, suite=suite: fig.forest_plot(
+            rows, f"{suite}: success rate", width=w)))
         curves = passk[passk["suite"] == suite]
         if not curves.empty:
-            written += fig.save_figure(fig.pass_at_k_curves(curves, f"{suite}: pass@k"),
-                                       directory, f"pass-at-k-{suite}")
-    written += fig.save_figure(fig.task_type_heatmap(by_type, tb.policy_order(ranked)),
-                               directory, "task-types")
-    top = tb.policy_order(ranked)[:8]
-    written += fig.save_figure(fig.performance_profile(frame, top), directory,
-                               "performance-profile")
+            makers.append((f"pass-at-k-{suite}", lambda w, c=curves, suite=suite:
+                           fig.pass_at_k_curves(c, f"{suite}: pass@k", width=w)))
+    order = tb.policy_order(ranked)
+    makers.append(("task-types", lambda w: fig.task_type_heatmap(by_type, order, width=w)))
+    makers.append(("performance-profile",
+                   lambda w: fig.performance_profile(frame, order[:8], width=w)))
     if train_metrics is not None and not train_metrics.empty:
         for metric in ("success", "mean_reward"):
             if metric in train_metrics.columns and train_metrics[metric].notna().any():
-                written += fig.save_figure(fig.learning_curves(train_metrics, metric),
-                                           directory, f"learning-curves-{metric}")
-    try:
-        figure, _ = fig.improvement_matrix(frame, tb.policy_order(ranked)[:12])
-    except HarnessError as exc:
-        log.warning("no probability-of-improvement matrix: %s", exc)
-    else:
-        written += fig.save_figure(figure, directory, "probability-of-improvement")
+                makers.append((f"learning-curves-{metric}", lambda w, m=metric:
+                               fig.learning_curves(train_metrics, m, width=w)))
+    makers.append(("probability-of-improvement",
+                   lambda w: fig.improvement_matrix(frame, order[:12], width=w)[0]))
+    return makers
+
+
+def _write_figures(frame, ranked, by_type, passk, directory: Path,
+                   train_metrics: pd.DataFrame | None = None) -> list[Path]:
+    """Each figure at double-column width (`figures.PAGE_WIDTH`) into ``directory`` and at
+    single-column width (`figures.COLUMN_WIDTH`) into ``directory/column`` where it is no
+    taller than a page (`figures.PAGE_HEIGHT`)."""
+    written: list[Path] = []
+    for name, make in _figure_makers(frame, ranked, by_type, passk, train_metrics):
+        try:
+            figure = make(fig.PAGE_WIDTH)
+        except HarnessError as exc:
+            log.warning("no %s figure: %s", name, exc)
+            continue
+        written += fig.save_figure(figure, directory, name)
+        narrow = make(fig.COLUMN_WIDTH)
+        if narrow.get_size_inches()[1] <= fig.PAGE_HEIGHT:
+            written += fig.save_figure(narrow, directory / "column", name)
+        else:
+            log.info("%s: %.1f in tall at column width, taller than a page; only the "
+                     "double-column figure is written", name, narrow.get_size_inches()[1])
     return written
 
 
@@ -198,7 +216,7 @@ def _readme(tables: list[Table], figure_files: list[Path], provenance: dict[str,
              f"{len(provenance['runs'])} runs; see provenance.json).\n",
              "Open `index.html` for the sortable leaderboard.\n"]
     parts += [to_markdown(t) for t in tables]
-    pngs = [p for p in figure_files if p.suffix == ".png"]
+    pngs = [p for p in figure_files if p.suffix == ".png" and p.parent.name != "column"]
     if pngs:
         parts.append("## Figures\n\n" + "\n".join(
             f"![{p.stem}]({p.relative_to(out).as_posix()})" for p in pngs) + "\n")
@@ -230,7 +248,7 @@ def build_report(db: str | os.PathLike, out: str | os.PathLike, *, command: str,
     if not Path(db).exists():
         raise HarnessError(f"no results database at {db}; run `harness run` first")
     out = Path(out)
-    with Store(db) as store:
+    with Store(db, readonly=True) as store:
         frame = _load(store, options)
         audits = latest_audits(load_audits(db))
         if frame.empty and not audits:

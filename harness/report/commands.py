@@ -46,11 +46,13 @@ def report_command(args: argparse.Namespace) -> str:
 def cmd_report(args: argparse.Namespace) -> int:
     from harness.core import ConfigError
     from harness.report.build import ReportOptions, build_report
+    from harness.store import check_output_dir
 
     if args.max_compare < 2:
         raise ConfigError(f"--max-compare must be >= 2, got {args.max_compare}")
     if not args.margin > 0:
         raise ConfigError(f"--margin must be > 0, got {args.margin}")
+    check_output_dir(args.out)
     options = ReportOptions(run_ids=tuple(args.run_ids) if args.run_ids else None,
                             split=args.split, margin=args.margin, max_compare=args.max_compare,
                             figures=args.figures)

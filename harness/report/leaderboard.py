@@ -10,6 +10,7 @@ import logging
 import numpy as np
 import pandas as pd
 
+from harness.audit.ceilings import GENERATED_NOTE, generated_records
 from harness.core import HarnessError, make_rng
 from harness.report.ranking import rank_policies
 from harness.stats.arrays import outcome_tensor
@@ -86,4 +87,8 @@ def leaderboard_markdown(table: pd.DataFrame) -> str:
     best policy of its suite (clustered sign-flip test, Holm-adjusted, alpha 0.05)."""
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(format_row(row)) + " |" for _, row in table.iterrows()]
+    generated = [s for s in dict.fromkeys(table["suite"]) if generated_records(s)]
+    if generated:
+        lines += ["", f"Generated records ({', '.join(generated)}): success rates and trivial "
+                  f"ceilings are {GENERATED_NOTE}, not the published benchmark's."]
     return "\n".join(lines)

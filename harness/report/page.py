@@ -208,6 +208,7 @@ caption{text-align:left;font-weight:600;padding:4px 0}.note{color:#555;font-size
 background:#f0f0f0;vertical-align:middle}.ci span{position:absolute;top:3px;height:2px;
 background:#0072B2}.ci i{position:absolute;top:0;width:2px;height:8px;background:#E69F00}
 pre{white-space:pre-wrap;margin:0;font-size:12px}details{margin:4px 0}
+pre,code,td,summary,caption,.note{overflow-wrap:anywhere}table{max-width:100%}
 summary{cursor:pointer}section.policy{margin-bottom:16px}
 """
 

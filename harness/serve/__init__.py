@@ -9,11 +9,23 @@ injection, `harness.serve.engines` for what can be served.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from harness.core import ConfigError, MissingDependencyError
 
-__all__ = ["add_commands", "cmd_serve", "serve_parser_arguments"]
+__all__ = ["add_commands", "cmd_serve", "serve_parser_arguments", "port_number"]
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port in 1-65535 (the OS would silently wrap a larger one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must lie in 1-65535, got {port}")
+    return port
 
 
 def serve_parser_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +34,7 @@ def serve_parser_arguments(parser: argparse.ArgumentParser) -> None:
                         help="hf:PATH, checkpoint:PATH, a model directory, or echo (no model)")
     parser.add_argument("--name", help="model id clients send (default: the directory name)")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=port_number, default=8000)
     parser.add_argument("--fail-rate", type=float, default=0.0,
                         help="fraction of requests answered 429 or 500 (half each)")
     parser.add_argument("--latency-ms", type=float, default=0.0,
@@ -46,8 +58,17 @@ def _settings(args: argparse.Namespace):
 
     if not 0 <= args.fail_rate <= 1:
         raise ConfigError(f"--fail-rate must lie in [0, 1], got {args.fail_rate}")
-    if args.latency_ms < 0 or args.latency_jitter_ms < 0:
-        raise ConfigError("--latency-ms and --latency-jitter-ms must be >= 0")
+    for flag in ("latency_ms", "latency_jitter_ms", "batch_wait_ms"):
+        value = getattr(args, flag)
+        if not (math.isfinite(value) and value >= 0):
+            raise ConfigError(f"--{flag.replace('_', '-')} must be a finite number >= 0, "
+                              f"got {value}")
+    minimum = {"retry_after": 0, "max_batch": 1, "max_request_bytes": 1,
+               "max_tokens_limit": 1, "threads": 1}
+    for flag, low in minimum.items():
+        value = getattr(args, flag)
+        if value is not None and value < low:
+            raise ConfigError(f"--{flag.replace('_', '-')} must be >= {low}, got {value}")
     return ServeSettings(fail_rate=args.fail_rate, latency_ms=args.latency_ms,
                          latency_jitter_ms=args.latency_jitter_ms,
                          retry_after_s=args.retry_after, fault_seed=args.fault_seed,
@@ -70,8 +91,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = create_app(engine, settings)
     print(f"harness serve: {engine.name} on http://{args.host}:{args.port}/v1", file=sys.stderr,
           flush=True)
+    # a bounded graceful shutdown: SIGTERM stops the server even with requests in flight
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
-                backlog=4096, timeout_keep_alive=120)
+                backlog=4096, timeout_keep_alive=120, timeout_graceful_shutdown=5)
     return 0
 
 

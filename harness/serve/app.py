@@ -33,7 +33,7 @@ import numpy as np
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -261,6 +261,10 @@ def _endpoint(server: _Server, handler: Callable[[_Server, Any], Awaitable[Respo
             stats["client_errors"] += 1
             code = "context_length_exceeded" if "context" in str(exc) else None
             return _json(error_body(str(exc), code=code), 400)
+        except ClientDisconnect:  # the client went away mid-request: nothing to answer
+            stats["client_errors"] += 1
+            log.info("client disconnected before its request was read")
+            return Response(status_code=499)
         except Exception as exc:  # noqa: BLE001 - a 500 body, never a dead server
             log.exception("request failed")
             stats["server_errors"] += 1

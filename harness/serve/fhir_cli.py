@@ -38,7 +38,9 @@ def ensure_registered() -> None:
 
 def _serve_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8080,
+    from harness.serve import port_number
+
+    parser.add_argument("--port", type=port_number, default=8080,
                         help="port (the official api_base is http://localhost:8080/fhir/)")
     parser.add_argument("--data", help="MedAgentBench data directory (else $MEDAGENTBENCH_DATA "
                         "or ../shared/data/medagentbench)")
@@ -87,7 +89,7 @@ def cmd_serve_fhir(args: argparse.Namespace) -> int:
         print(f"FHIR R4 server on http://{args.host}:{args.port}/fhir/ (Ctrl-C stops)",
               file=sys.stderr)
         uvicorn.run(build_app(registry), host=args.host, port=args.port, log_level="warning",
-                    access_log=False, lifespan="off")
+                    access_log=False, lifespan="off", timeout_graceful_shutdown=5)
         registry.drop("default")
     return 0
 
@@ -119,7 +121,8 @@ def bench_oracle(suite_id: str = "medagentbench-v2", concurrency: int = 32,
     `concurrency` worker threads calling reset/step, (b) through `harness.runner.run` with
     ``concurrency`` episodes in flight and every step stored. Returns the figures."""
     from harness.config import RunConfig
-    from harness.runner import run, env_seed
+    from harness.episodes import env_seed
+    from harness.runner import run
     from tasks.base import get_suite
 
     ensure_registered()

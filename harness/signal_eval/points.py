@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.core import HarnessError, make_rng
 from harness.records import EpisodeKey, StepRecord
-from harness.runner import env_seed
+from harness.episodes import env_seed
 from harness.signal_eval.simulator import SuiteSimulator
 from harness.store import Store
 from signals.base import EvaluationPoint

@@ -1,26 +1,32 @@
-"""Held-out evaluation of a policy being trained, stored as ordinary episodes.
+"""Held-out evaluation of a policy being trained: checkpoints played by `harness run`.
 
-The same rollout code, env seeds and scaffold as training play each held-out task (greedy:
-one episode; sampled: `samples` episodes, sample index 0..k-1) with the runner's env seeds
-(`harness.runner.env_seed`), and the episodes go to the store under the policy id and its
-training seed, so the leaderboard, `harness compare` and the audit read them like any other.
+The trainer evaluates a checkpoint exactly as ``harness run --policy checkpoint:PATH`` does:
+the runner (`harness.runner.run_async`) plays it through the episode core with the
+``checkpoint`` policy (the scaffold stored in the checkpoint, the env seeds and policy RNGs of
+`harness.episodes`, `select_tasks`'s round-robin task choice), and the episodes go to the
+store under the trainer's policy ids and training seed, so the leaderboard, `harness
+compare` and the audit read them like any other run. Greedy: one episode per task
+(``temperature=0``); sampled: `samples` episodes per task at the rollout temperature.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
-from harness.core import derive_seed
-from harness.records import EpisodeKey, EpisodeRecord
-from harness.runner import balanced_prefix, env_seed
-from harness.train.engine import Engine
-from harness.train.prompting import BareScaffold, Tokenization
-from harness.train.rollout import EpisodeResult, RolloutSpec, collect
+from harness.config import RunConfig
+from harness.episodes import select_tasks
+from harness.policies.checkpoint import make_checkpoint_policy
+from harness.policies.scaffold import ScaffoldSpec
+from harness.policies.specs import parse_model_spec
+from harness.runner import RunSummary, run_async
+from harness.store import Store, load_episodes
 from tasks.base import Suite, TaskSpec
 
-__all__ = ["EvalSpec", "eval_tasks", "evaluate", "episode_records", "success_rate"]
+__all__ = ["EvalSpec", "eval_tasks", "checkpoint_policy_spec", "evaluate_checkpoint"]
 
 
 @dataclass(frozen=True)
@@ -33,45 +39,51 @@ class EvalSpec:
     max_new_tokens: int = 8
     temperature: float = 1.0
     max_steps: int | None = None
-    context: str = "step"
+    concurrency: int = 256
+    """Episodes in flight, also the model's batch size."""
+    threads: int = 0
+    """torch CPU threads (0: leave torch's setting)."""
 
 
 def eval_tasks(suite: Suite, split: str, n_tasks: int) -> list[TaskSpec]:
     """The first `n_tasks` of `split`, round-robin across task types (as `harness run`)."""
-    return balanced_prefix(suite.tasks(split), n_tasks)
+    return select_tasks(suite, split, n_tasks=n_tasks)
 
 
-def evaluate(suite: Suite, tasks: Sequence[TaskSpec], spec: EvalSpec, *, engine: Engine,
-             tokenization: Tokenization, scaffold: BareScaffold, policy_id: str,
-             record_steps: bool = True) -> list[EpisodeResult]:
-    """Play every task once (greedy) or `spec.samples` times (sampled)."""
-    seeds = [env_seed(suite.id, task.id, spec.eval_seed) for task in tasks]
-    rollout = RolloutSpec(context=spec.context, max_new_tokens=spec.max_new_tokens,
-                          temperature=spec.temperature, greedy=spec.greedy,
-                          max_steps=spec.max_steps, record_steps=record_steps)
-    batch = collect(suite, tasks, seeds, group_size=1 if spec.greedy else spec.samples,
-                    engine=engine, tokenization=tokenization, scaffold=scaffold, spec=rollout,
-                    seed=derive_seed("evaluate", policy_id, spec.eval_seed))
-    return batch.episodes
+def checkpoint_policy_spec(path: str | Path, spec: EvalSpec,
+                           scaffold: ScaffoldSpec | None = None) -> str:
+    """The ``checkpoint:PATH?...`` spec `harness run` evaluates `path` with under `spec`
+    (`scaffold` overrides the stored one; a differing one is recorded as a warning)."""
+    options: dict[str, Any] = {
+        "temperature": 0 if spec.greedy else spec.temperature,
+        "max_tokens": spec.max_new_tokens, "max_batch": spec.concurrency,
+        "batch_wait_ms": 1}
+    if spec.threads:
+        options["threads"] = spec.threads
+    if scaffold is not None:
+        options.update(scaffold=scaffold.id, history=scaffold.history,
+                       max_action_chars=scaffold.max_action_chars)
+    return f"checkpoint:{path}?{urlencode(options)}"
 
 
-def episode_records(results: Sequence[EpisodeResult], *, policy_id: str, suite_id: str,
-                    eval_seed: int, train_seed: int | None,
-                    provenance: dict[str, Any]) -> list[tuple[EpisodeRecord, tuple]]:
-    """``(EpisodeRecord, steps)`` pairs ready for `Store.write_episodes`."""
-    out = []
-    for r in results:
-        key = EpisodeKey(policy_id, suite_id, r.task.id, eval_seed, r.sample)
-        record = EpisodeRecord(
-            key=key, task_type=r.task.task_type, split=r.task.split, status="ok",
-            success=r.success, score=r.score, total_reward=r.total_reward, n_steps=r.n_steps,
-            n_invalid=r.n_invalid, terminated=r.terminated, truncated=r.truncated,
-            prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
-            train_seed=train_seed, final_observation=r.final_observation,
-            policy_provenance=dict(provenance))
-        out.append((record, r.steps))
-    return out
-
-
-def success_rate(results: Sequence[EpisodeResult]) -> float:
-    return sum(r.success for r in results) / max(len(results), 1)
+def evaluate_checkpoint(path: str | Path, suite_id: str, split: str, n_tasks: int,
+                        spec: EvalSpec, *, db: str | Path, run_id: str,
+                        policy_id: str | None = None, train_seed: int | None = None,
+                        scaffold: ScaffoldSpec | None = None, begin: bool = False
+                        ) -> tuple[RunSummary, float]:
+    """Play the checkpoint at `path` on the first `n_tasks` of `split` through the runner,
+    storing the episodes in `db` under `run_id` (recorded already unless `begin`), policy id
+    `policy_id` (the spec string when None) and `train_seed` (the checkpoint's when None).
+    Returns the run summary and the success rate of the policy's stored episodes."""
+    policy_spec = checkpoint_policy_spec(path, spec, scaffold)
+    policy = make_checkpoint_policy(parse_model_spec(policy_spec), policy_id=policy_id,
+                                    train_seed=train_seed)
+    config = RunConfig(policies=(policy_spec,), suites=(suite_id,), split=split,
+                       n_tasks=n_tasks, eval_seeds=(spec.eval_seed,),
+                       samples=1 if spec.greedy else spec.samples, max_steps=spec.max_steps,
+                       concurrency=spec.concurrency, db=str(db), run_id=run_id,
+                       max_error_rate=0.0)
+    with Store(db) as store:
+        summary = asyncio.run(run_async(config, store=store, policies=[policy], begin=begin))
+    frame = load_episodes(db, run_id=run_id, policy=policy.id)
+    return summary, float(frame["success"].mean()) if len(frame) else 0.0

@@ -1,9 +1,11 @@
-"""What the model sees and how its output becomes an action, as token ids.
+"""What the model sees, as token ids.
 
-The format is the standard chat one: the system message holds the suite's instructions, each
-observation is a user message, each action an assistant message; the model's chat template
-(shipped inside every checkpoint, so an evaluation renders prompts exactly as training did)
-turns messages into text. The model answers with the action text and its end-of-turn token.
+Messages come from the trainer's scaffold (``bare@1`` of `harness.policies.scaffold`: the
+system message holds the suite's instructions, each observation is a user message, each
+action an assistant message; the same parser reads replies in training and in `harness run`);
+the model's chat template (shipped inside every checkpoint, so an evaluation renders prompts
+exactly as training did) turns messages into text. The model answers with the action text
+and its end-of-turn token.
 
 `Tokenization` binds a tokenizer and gives token ids: a step-wise prompt (instructions, the
 last K steps, the observation), the ids that follow the model's own end-of-turn token in a
@@ -14,10 +16,9 @@ are never re-tokenised: text is derived from them, the context grows by exactly 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["COMPACT_TEMPLATE", "BareScaffold", "Tokenization", "parse_action"]
+__all__ = ["COMPACT_TEMPLATE", "Tokenization"]
 
 COMPACT_TEMPLATE = (
     "{% for message in messages %}{% if message['role'] == 'assistant' %}"
@@ -27,37 +28,6 @@ COMPACT_TEMPLATE = (
 """A chat template without role markers (one line per message, the assistant's turn ended by
 ``<|im_end|>``): the shortest prompt for tiny byte-level models. Set by
 ``model.chat_template = "compact"``; it is saved with the checkpoint."""
-
-
-def parse_action(text: str) -> tuple[str, bool]:
-    """The action in a model reply: its first non-empty line, stripped. Never raises.
-    Returns ``(action, parsed)``; ``parsed`` is False for an empty reply."""
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:200], True
-    return "", False
-
-
-@dataclass(frozen=True)
-class BareScaffold:
-    """system = instructions, user = observation, assistant = action (no reasoning block).
-
-    `history`: earlier (observation, action) turns kept in a step-wise prompt.
-    """
-
-    history: int = 0
-
-    def messages(self, instructions: str, history: Sequence[tuple[str, str]],
-                 observation: str) -> list[dict[str, str]]:
-        out = [{"role": "system", "content": instructions}] if instructions else []
-        for obs, action in (list(history)[-self.history:] if self.history else []):
-            out += [{"role": "user", "content": obs}, {"role": "assistant", "content": action}]
-        out.append({"role": "user", "content": observation})
-        return out
-
-    def spec(self) -> dict[str, Any]:
-        """How an evaluation rebuilds this scaffold (stored in checkpoints)."""
-        return {"name": "bare", "history": self.history, "output": "action text + eos"}
 
 
 class Tokenization:

@@ -2,6 +2,9 @@
 
 Each *group* is G episodes of one task from the same env seed (what GRPO and GiGPO compare).
 All live episodes advance together: one batched generation per round, then one env step each.
+Episodes stand on the episode core (`harness.episodes`) as the runner's do: the same
+`EpisodeContext`, the scaffold's prompt (`harness.policies.scaffold`, ``bare@1`` for the
+trainer) and parser, the same tally, and each ends as one `EpisodeRecord`.
 Two context modes:
 
 - ``step``: each step is one sample; the prompt is the instructions, the last K (observation,
@@ -18,20 +21,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from harness.core import HarnessError
-from harness.records import StepRecord
+from harness.core import HarnessError, derive_seed
+from harness.episodes import EpisodeTally, episode_context, finish_record
+from harness.policies.base import EpisodeContext
+from harness.policies.scaffold import Scaffold
+from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 from harness.train.advantages import AdvantageInputs
 from harness.train.engine import Engine
-from harness.train.prompting import BareScaffold, Tokenization, parse_action
+from harness.train.prompting import Tokenization
 from harness.train.transitions import Transition
 from tasks.base import HasStateKey, Snapshotable, Suite, TaskSpec
 
-__all__ = ["RolloutSpec", "EpisodeResult", "RolloutBatch", "collect"]
+__all__ = ["RolloutSpec", "RolloutBatch", "collect"]
 
 
 @dataclass(frozen=True)
@@ -68,10 +74,11 @@ class _Episode:
     task: TaskSpec
     seed: int
     env: Any
-    obs: str
-    info: dict
+    state: EpisodeContext
+    """The episode core's context: observation, info, history, step."""
     node: int
-    history: list = field(default_factory=list)
+    started: float = 0.0
+    tally: EpisodeTally = field(default_factory=EpisodeTally)
     context: list = field(default_factory=list)
     mask: list = field(default_factory=list)
     logprobs: list = field(default_factory=list)
@@ -81,53 +88,41 @@ class _Episode:
     done: bool = False
     terminated: bool = False
     truncated: bool = False
-    n_invalid: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     prompt_length: int = 0
 
+    @property
+    def obs(self) -> str:
+        return self.state.observation
 
-@dataclass(frozen=True)
-class EpisodeResult:
-    """One finished episode (a leaf, for tree rollouts)."""
-
-    task: TaskSpec
-    group: int
-    sample: int
-    seed: int
-    success: bool
-    score: float
-    total_reward: float
-    n_steps: int
-    n_invalid: int
-    terminated: bool
-    truncated: bool
-    prompt_tokens: int
-    completion_tokens: int
-    final_observation: str
-    steps: tuple[StepRecord, ...] = ()
+    @property
+    def info(self) -> dict:
+        return self.state.info
 
 
 @dataclass(frozen=True)
 class RolloutBatch:
     """Transitions, per-step advantage inputs (one row per step of every episode; shared tree
-    prefixes repeat), and for each row the transition and turn it belongs to."""
+    prefixes repeat), and for each row the transition and turn it belongs to; the finished
+    episodes (leaves) as `EpisodeRecord`s and, with ``record_steps``, their steps."""
 
     transitions: list[Transition]
     inputs: AdvantageInputs
     step_transition: np.ndarray
     step_turn: np.ndarray
-    episodes: list[EpisodeResult]
+    episodes: list[EpisodeRecord]
     stats: dict[str, float]
+    episode_steps: list[tuple[StepRecord, ...]] = field(default_factory=list)
 
 
 class _Builder:
     """Mutable state of one `collect` call."""
 
-    def __init__(self, suite: Suite, tokenization: Tokenization, scaffold: BareScaffold,
-                 spec: RolloutSpec, update: int, policy_version: int):
+    def __init__(self, suite: Suite, tokenization: Tokenization, scaffold: Scaffold,
+                 spec: RolloutSpec, update: int, policy_version: int, policy_id: str,
+                 eval_seed: int):
         self.suite, self.tok, self.scaffold, self.spec = suite, tokenization, scaffold, spec
         self.update, self.policy_version = update, policy_version
+        self.policy_id, self.eval_seed = policy_id, eval_seed
         self.transitions: list[Transition] = []
         self.next_node = 0
         self.next_episode = 0
@@ -143,10 +138,9 @@ class _Builder:
     def prompt(self, episode: _Episode) -> list[int]:
         if self.spec.context == "episode":
             return episode.context
-        window = tuple(episode.history[-self.scaffold.history:]) if self.scaffold.history else ()
-        key = (window, episode.obs)
+        messages = self.scaffold.messages(episode.state)
+        key = tuple((m["role"], m["content"]) for m in messages)
         if key not in self.prompt_cache:
-            messages = self.scaffold.messages(self.suite.instructions, window, episode.obs)
             self.prompt_cache[key] = self.tok.prompt_ids(messages)
         return self.prompt_cache[key]
 
@@ -159,12 +153,14 @@ def _start(builder: _Builder, tasks: Sequence[TaskSpec], seeds: Sequence[int],
         for sample in range(group_size):
             env = builder.suite.make_env(task.id)
             obs, info = env.reset(seed=int(seed))
-            episode = _Episode(builder.next_episode, group, sample, task, int(seed), env, obs,
-                               info, root)
+            state = episode_context(builder.suite, task, env, obs, info,
+                                    eval_seed=builder.eval_seed, sample=sample,
+                                    policy_id=builder.policy_id)
+            episode = _Episode(builder.next_episode, group, sample, task, int(seed), env, state,
+                               root, time.perf_counter())
             builder.next_episode += 1
             if builder.spec.context == "episode":
-                messages = builder.scaffold.messages(builder.suite.instructions, [], obs)
-                episode.context = builder.tok.prompt_ids(messages)
+                episode.context = builder.tok.prompt_ids(builder.scaffold.messages(state))
                 episode.prompt_length = len(episode.context)
             episodes.append(episode)
     return episodes
@@ -184,14 +180,15 @@ def _fork(builder: _Builder, episodes: list[_Episode]) -> list[_Episode]:
         for _ in range(builder.spec.branches - 1):
             env = builder.suite.make_env(episode.task.id)
             env.restore(snapshot)
+            state = replace(episode.state, env=env, info=dict(episode.info),
+                            history=list(episode.state.history))
             clone = _Episode(builder.next_episode, episode.group, episode.sample, episode.task,
-                             episode.seed, env, episode.obs, dict(episode.info), episode.node,
-                             list(episode.history), list(episode.context), list(episode.mask),
-                             list(episode.logprobs), list(episode.token_steps),
-                             list(episode.steps), list(episode.records))
-            clone.n_invalid, clone.prompt_length = episode.n_invalid, episode.prompt_length
-            clone.prompt_tokens = episode.prompt_tokens
-            clone.completion_tokens = episode.completion_tokens
+                             episode.seed, env, state, episode.node, episode.started,
+                             replace(episode.tally), list(episode.context),
+                             list(episode.mask), list(episode.logprobs),
+                             list(episode.token_steps), list(episode.steps),
+                             list(episode.records))
+            clone.prompt_length = episode.prompt_length
             builder.next_episode += 1
             out.append(clone)
     return out
@@ -201,7 +198,7 @@ def _advance(builder: _Builder, episode: _Episode, prompt: list[int], sample: An
     """Apply one sampled reply to its episode: env step, step record, context growth."""
     spec, tok = builder.spec, builder.tok
     text = tok.decode(sample.ids)
-    action, _ = parse_action(text)
+    action = builder.scaffold.parse(text, multiline=episode.state.multiline_actions).env_action
     state_key = episode.env.state_key() if isinstance(episode.env, HasStateKey) else episode.obs
     result = episode.env.step(action)
     turn = len(episode.steps)
@@ -235,11 +232,11 @@ def _advance(builder: _Builder, episode: _Episode, prompt: list[int], sample: An
     if spec.record_steps:
         episode.records.append(StepRecord(turn, episode.obs, action, text, result.reward,
                                           result.terminated, truncated, result.info))
-    episode.history.append((episode.obs, action))
-    episode.n_invalid += bool(result.info.get("invalid", False))
-    episode.prompt_tokens += len(prompt)
-    episode.completion_tokens += len(sample.ids)
-    episode.obs, episode.info = result.observation, result.info
+    state = episode.state
+    state.history.append((state.observation, action))
+    episode.tally.add(result.reward, result.info, prompt_tokens=len(prompt),
+                      completion_tokens=len(sample.ids))
+    state.observation, state.info, state.step = result.observation, result.info, turn + 1
     episode.done, episode.terminated, episode.truncated = done, result.terminated, truncated
 
 
@@ -260,13 +257,15 @@ def _finish_episode(builder: _Builder, episode: _Episode) -> None:
         step.transition = index
 
 
-def _result(episode: _Episode) -> EpisodeResult:
-    info = episode.info
-    return EpisodeResult(
-        episode.task, episode.group, episode.sample, episode.seed, bool(info.get("won", False)),
-        float(info.get("score", 0.0)), float(sum(s.reward for s in episode.steps)),
-        len(episode.steps), episode.n_invalid, episode.terminated, episode.truncated,
-        episode.prompt_tokens, episode.completion_tokens, episode.obs, tuple(episode.records))
+def _record(builder: _Builder, episode: _Episode) -> EpisodeRecord:
+    key = EpisodeKey(builder.policy_id, builder.suite.id, episode.task.id, builder.eval_seed,
+                     episode.sample)
+    return finish_record(key, episode.task, episode.tally, info=episode.info,
+                         terminated=episode.terminated, truncated=episode.truncated,
+                         final_observation=episode.obs,
+                         wall_s=time.perf_counter() - episode.started, train_seed=None,
+                         provenance={"kind": "train-rollout", "policy_version":
+                                     builder.policy_version})
 
 
 def _inputs(episodes: list[_Episode]) -> tuple[AdvantageInputs, np.ndarray, np.ndarray]:
@@ -284,17 +283,17 @@ def _inputs(episodes: list[_Episode]) -> tuple[AdvantageInputs, np.ndarray, np.n
 
 
 def collect(suite: Suite, tasks: Sequence[TaskSpec], seeds: Sequence[int], *, group_size: int,
-            engine: Engine, tokenization: Tokenization, scaffold: BareScaffold,
-            spec: RolloutSpec, seed: int, update: int = 0, policy_version: int = 0
-            ) -> RolloutBatch:
+            engine: Engine, tokenization: Tokenization, scaffold: Scaffold,
+            spec: RolloutSpec, seed: int, update: int = 0, policy_version: int = 0,
+            policy_id: str = "train", eval_seed: int = 0) -> RolloutBatch:
     """Play ``group_size`` episodes of each ``(task, env seed)`` in lockstep.
 
     `seed` drives sampling (one generator per round, derived from it). Returns the batch's
-    transitions, per-step advantage inputs and the finished episodes (leaves).
+    transitions, per-step advantage inputs and the finished episodes (leaves) as records
+    keyed ``(policy_id, suite, task, eval_seed, sample)``.
     """
-    from harness.core import derive_seed
-
-    builder = _Builder(suite, tokenization, scaffold, spec, update, policy_version)
+    builder = _Builder(suite, tokenization, scaffold, spec, update, policy_version, policy_id,
+                       eval_seed)
     episodes = _start(builder, tasks, seeds, group_size)
     started, generate_s, generated, rounds = time.perf_counter(), 0.0, 0, 0
     while True:
@@ -320,4 +319,5 @@ def collect(suite: Suite, tasks: Sequence[TaskSpec], seeds: Sequence[int], *, gr
              "generation_tokens_per_s": generated / max(generate_s, 1e-9),
              "rounds": float(rounds)}
     return RolloutBatch(builder.transitions, inputs, step_transition, step_turn,
-                        [_result(e) for e in episodes], stats)
+                        [_record(builder, e) for e in episodes], stats,
+                        [tuple(e.records) for e in episodes] if spec.record_steps else [])

@@ -25,8 +25,8 @@ import numpy as np
 from harness.core import ConfigError, make_rng
 from harness.store import Store
 from harness.train.config import TrainConfig
-from harness.train.evaluation import (EvalSpec, episode_records, eval_tasks, evaluate,
-                                      success_rate)
+from harness.train.checkpoint import is_checkpoint
+from harness.train.evaluation import EvalSpec, evaluate_checkpoint
 from harness.train.trainer import Trainer, UpdateResult
 
 __all__ = ["SeedSummary", "run_training", "evaluate_trainer", "run_id_of", "metrics_run_id",
@@ -73,34 +73,29 @@ class SeedSummary:
     wall_s: float
 
 
-def evaluate_trainer(trainer: Trainer, store: Store, run_id: str, *, policy_id: str,
-                     greedy: bool, samples: int, checkpoint: str) -> float:
-    """Evaluate the trainer's current weights on the configured held-out tasks, store the
-    episodes, and return the success rate."""
+def evaluate_trainer(trainer: Trainer, run_id: str, *, policy_id: str, greedy: bool,
+                     samples: int, checkpoint: str | Path) -> float:
+    """Evaluate `checkpoint` on the configured held-out tasks through the runner, exactly as
+    ``harness run --policy checkpoint:PATH`` would (the trainer's scaffold, policy id and
+    training seed), store the episodes under `run_id`, and return the success rate."""
     c = trainer.config
-    tasks = eval_tasks(trainer.suite, c.eval.split, c.eval.n_tasks)
     spec = EvalSpec(greedy=greedy, samples=samples, max_new_tokens=c.rollout.max_new_tokens,
                     temperature=c.rollout.temperature, max_steps=c.rollout.max_steps,
-                    context=c.rollout.context)
-    results = evaluate(trainer.suite, tasks, spec, engine=trainer.engine,
-                       tokenization=trainer.tokenization, scaffold=trainer.scaffold,
-                       policy_id=policy_id)
-    provenance = {"kind": "checkpoint", "path": checkpoint, "train_run": run_id,
-                  "algorithm": c.algorithm.name, "step": trainer.step,
-                  "decoding": "greedy" if greedy else f"temperature {c.rollout.temperature}"}
-    pairs = episode_records(results, policy_id=policy_id, suite_id=trainer.suite.id,
-                            eval_seed=0, train_seed=trainer.train_seed, provenance=provenance)
-    store.write_episodes([(run_id, record, steps) for record, steps in pairs], replace=True)
-    return success_rate(results)
+                    threads=c.model.threads)
+    _, rate = evaluate_checkpoint(checkpoint, trainer.suite.id, c.eval.split, c.eval.n_tasks,
+                                  spec, db=c.db, run_id=run_id, policy_id=policy_id,
+                                  train_seed=trainer.train_seed,
+                                  scaffold=trainer.scaffold.spec)
+    return rate
 
 
-def _evaluate_both(trainer: Trainer, store: Store, run_id: str, greedy_id: str,
-                   sampled_id: str, checkpoint: str, samples: int) -> tuple[float, float | None]:
-    greedy = evaluate_trainer(trainer, store, run_id, policy_id=greedy_id, greedy=True,
-                              samples=1, checkpoint=checkpoint)
+def _evaluate_both(trainer: Trainer, run_id: str, greedy_id: str, sampled_id: str,
+                   checkpoint: str | Path, samples: int) -> tuple[float, float | None]:
+    greedy = evaluate_trainer(trainer, run_id, policy_id=greedy_id, greedy=True, samples=1,
+                              checkpoint=checkpoint)
     sampled = None
     if samples:
-        sampled = evaluate_trainer(trainer, store, run_id, policy_id=sampled_id, greedy=False,
+        sampled = evaluate_trainer(trainer, run_id, policy_id=sampled_id, greedy=False,
                                    samples=samples, checkpoint=checkpoint)
     return greedy, sampled
 
@@ -139,8 +134,9 @@ def _train_one(config: TrainConfig, seed: int, store: Store, run_id: str, ids: d
     start = (None, None)
     if evaluate_policies and e.at_start and trainer.step == 0 and e.n_tasks:
         samples = max(e.samples, e.headroom_k)
-        start = _evaluate_both(trainer, store, run_id, ids["start"], ids["start_sampled"],
-                               str(trainer.init_path), samples)
+        initial = trainer.init_path if is_checkpoint(trainer.init_path) else trainer.save()
+        start = _evaluate_both(trainer, run_id, ids["start"], ids["start_sampled"], initial,
+                               samples)
         say(f"seed {seed} start: greedy {start[0]:.3f}" + (
             f", sampled {start[1]:.3f}" if start[1] is not None else ""))
 
@@ -154,8 +150,8 @@ def _train_one(config: TrainConfig, seed: int, store: Store, run_id: str, ids: d
     checkpoint = trainer.run(on_update)
     final = (None, None)
     if evaluate_policies and e.n_tasks:
-        final = _evaluate_both(trainer, store, run_id, ids["greedy"], ids["sampled"],
-                               str(checkpoint), e.samples)
+        final = _evaluate_both(trainer, run_id, ids["greedy"], ids["sampled"], checkpoint,
+                               e.samples)
         say(f"seed {seed} final: greedy {final[0]:.3f}" + (
             f", sampled {final[1]:.3f}" if final[1] is not None else ""))
     return SeedSummary(seed, checkpoint, trainer.step, start[0], start[1], final[0], final[1],

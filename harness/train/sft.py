@@ -17,7 +17,8 @@ from typing import Any
 from harness.core import HarnessError, make_rng
 from harness.train.config import SFTConfig
 from harness.train.learner import TrainSample, forward_logprobs, make_optimizer, make_schedule
-from harness.train.prompting import BareScaffold, Tokenization
+from harness.policies.scaffold import BareScaffold
+from harness.train.prompting import Tokenization
 from tasks.base import HasOracle, Suite, TaskSpec
 
 log = logging.getLogger(__name__)
@@ -34,14 +35,14 @@ def demonstration_samples(instructions: str, episodes: Sequence[Sequence[tuple[s
     for steps in episodes:
         if context == "step":
             for t, (obs, action) in enumerate(steps):
-                messages = scaffold.messages(instructions, steps[:t], obs)
+                messages = scaffold.render(instructions, scaffold.window(steps[:t]), obs)
                 prompt = tokenization.prompt_ids(messages)
                 reply = tokenization.reply_ids(action)
                 samples.append(TrainSample(tuple(prompt + reply), len(prompt),
                                            (1.0,) * len(reply), (0.0,) * len(reply),
                                            (0.0,) * len(reply)))
             continue
-        prompt = tokenization.prompt_ids(scaffold.messages(instructions, [], steps[0][0]))
+        prompt = tokenization.prompt_ids(scaffold.render(instructions, [], steps[0][0]))
         response, mask = [], []
         for t, (_, action) in enumerate(steps):
             reply = tokenization.reply_ids(action)

@@ -26,7 +26,8 @@ from harness.train.config import TrainConfig
 from harness.train.learner import Learner
 from harness.train.model import (LoadedModel, build_base, frozen_copy, load_model,
                                  make_value_head, reference_logits_context)
-from harness.train.prompting import BareScaffold, Tokenization
+from harness.policies.scaffold import BareScaffold, make_scaffold
+from harness.train.prompting import Tokenization
 from harness.train.rollout import RolloutBatch, RolloutSpec, collect
 from harness.train.samples import base_samples, rollout_metrics, step_values, with_advantages
 from harness.train.transitions import save_transitions
@@ -34,7 +35,17 @@ from tasks import get_suite
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Trainer", "UpdateResult"]
+__all__ = ["Trainer", "UpdateResult", "trainer_history", "EPISODE_HISTORY"]
+
+EPISODE_HISTORY = 10_000
+"""The scaffold's history window when the context is the whole episode (every step)."""
+
+
+def trainer_history(config: TrainConfig) -> int:
+    """History window of the trainer's ``bare@1`` scaffold: ``rollout.history`` step-wise,
+    the whole episode with ``context = "episode"`` (so `harness run` shows every turn)."""
+    r = config.rollout
+    return r.history if r.context == "step" else EPISODE_HISTORY
 
 
 @dataclass(frozen=True)
@@ -55,7 +66,8 @@ class Trainer:
         self.root = root
         self.seed_dir = root / f"seed-{self.train_seed}"
         self.suite = get_suite(config.suite)
-        self.scaffold = BareScaffold(history=config.rollout.history)
+        self.scaffold: BareScaffold = make_scaffold(  # type: ignore[assignment]
+            "bare@1", history=trainer_history(config), chat_template=config.model.chat_template)
         self.step = 0
         self.init_path: Path | None = None
         self.loaded: LoadedModel | None = None
@@ -88,7 +100,7 @@ class Trainer:
         self.engine = self._make_engine()
 
     def _warm_start(self, source: Path, on_step: Callable | None) -> Path:
-        from harness.runner import env_seed
+        from harness.episodes import env_seed
         from harness.train.sft import (demonstration_samples, oracle_demonstrations,
                                        sft_train, stored_demonstrations)
 
@@ -177,7 +189,7 @@ class Trainer:
         return collect(self.suite, tasks, seeds, group_size=r.group_size, engine=self.engine,
                        tokenization=self.tokenization, scaffold=self.scaffold, spec=spec,
                        seed=derive_seed("train-rollout", self.train_seed, step), update=step,
-                       policy_version=step)
+                       policy_version=step, policy_id=self.name)
 
     def update(self, step: int | None = None) -> UpdateResult:
         """Roll out, estimate advantages, update the learner; returns the update's metrics."""
@@ -223,7 +235,7 @@ class Trainer:
         c = self.config
         return {"policy_id": self.name, "suite": self.suite.id, "train_seed": self.train_seed,
                 "step": step, "stage": stage, "algorithm": c.algorithm.name,
-                "metrics": metrics, "scaffold": self.scaffold.spec(),
+                "metrics": metrics, "scaffold": self.scaffold.spec.to_dict(),
                 "decoding": {"temperature": c.rollout.temperature,
                              "max_new_tokens": c.rollout.max_new_tokens,
                              "context": c.rollout.context},

@@ -30,7 +30,7 @@ from pathlib import Path
 from harness.core import HarnessError, make_rng
 from tasks.alfworld.data import collect_games, generated_cache_root, official_data_root
 from tasks.alfworld.env import INSTRUCTIONS, MAX_STEPS, AlfworldEnv
-from tasks.base import SuiteBase, TaskSpec
+from tasks.base import Comparability, SuiteBase, TaskSpec
 
 __all__ = ["AlfworldSuite", "GeneratedAlfworldSuite", "AlfworldDataMissing", "DEFAULT_COUNTS",
            "DEFAULT_SEED", "pinned_game", "PUT_TEMPLATE"]
@@ -45,6 +45,16 @@ PUT_TEMPLATE = 'template :: "move {o} to {r}";'
 """The pinned wording of ``PutObject`` in ``alfred.twl2`` (suite version 1)."""
 TRIVIAL_ACTIONS = {"look": "look", "inventory": "inventory", "help": "help"}
 _GOAL = re.compile(r"Your task is to: (.*?)\.\"")
+
+
+OFFICIAL_COMPARABILITY = Comparability(
+    engine="upstream", tasks="upstream", grader="upstream", protocol="rebuilt", data="upstream",
+    comparable="comparable with published ALFWorld (text) results on valid_unseen at the same "
+               "step limit (50 here); command wording pinned to alfworld 0.4's grammar")
+GENERATED_COMPARABILITY = Comparability(
+    engine="upstream", tasks="generated", grader="upstream", protocol="rebuilt",
+    data="generated", comparable="not comparable: engine exact, games generated",
+    generated_records=True)
 
 
 class AlfworldDataMissing(HarnessError):
@@ -110,6 +120,7 @@ class AlfworldSuite(_AlfworldSuiteBase):
     the official layout): its scores would not be ``alfworld@1`` scores."""
 
     name = "alfworld"
+    comparability = OFFICIAL_COMPARABILITY
     description = "ALFWorld (official data, real TextWorld/Fast Downward engine), 6 task types"
 
     def __init__(self, root: str | Path | None = None, *, allow_generated: bool = False):
@@ -135,6 +146,7 @@ class GeneratedAlfworldSuite(SuiteBase):
 
     name = "alfworld-generated"
     version = 1
+    comparability = GENERATED_COMPARABILITY
     description = ("ALFWorld on generated games (shipped floor plans and goal templates, real "
                    "engine), 6 task types; not comparable with the official data")
     trivial_actions = TRIVIAL_ACTIONS

@@ -9,6 +9,8 @@ pooled ``httpx.Client``. Everything is shut down at interpreter exit (or by `clo
 from __future__ import annotations
 
 import atexit
+import json
+import logging
 import os
 import shutil
 import tempfile
@@ -21,6 +23,9 @@ from tasks.medagentbench.data import data_dir as resolve_data_dir
 from tasks.medagentbench.data import load_patients
 from tasks.medagentbench.fhirstore import ResourceStore, build_database
 from tasks.medagentbench.records import RecordBuilder, Resource, background_record
+from tasks.medagentbench.validation import issue, operation_outcome
+
+log = logging.getLogger(__name__)
 
 RECORDS_SEED = "medagentbench-records@1"
 """Seed of every patient's background history in the base record."""
@@ -74,12 +79,29 @@ class FhirBackend:
     def request(self, method: str, path: str, *, episode_id: str, public_base: str,
                 body: str | None = None) -> tuple[int, str]:
         """Send ``METHOD /fhir/<path>`` for one episode; (status, response text)."""
+        import httpx
+
         headers = {"X-Episode-Id": episode_id, "X-Public-Base": public_base}
         if body is not None:
             headers["Content-Type"] = "application/fhir+json"
-        response = self.client.request(method, f"/fhir/{path}", headers=headers,
-                                       content=body.encode() if body is not None else None)
-        return response.status_code, response.text
+        # a dropped keep-alive connection is retried once (a POST only when it never left)
+        retried = ((httpx.TransportError,) if method == "GET" else
+                   (httpx.ConnectError, httpx.WriteError, httpx.RemoteProtocolError))
+        for attempt in range(2):
+            try:
+                response = self.client.request(
+                    method, f"/fhir/{path}", headers=headers,
+                    content=body.encode() if body is not None else None)
+                return response.status_code, response.text
+            except httpx.InvalidURL as exc:  # a tab or a space in the agent's URL
+                return 400, json.dumps(operation_outcome([issue(
+                    "invalid", f"invalid URL {path!r}: {exc}")]))
+            except retried:
+                if attempt:
+                    raise
+                log.warning("FHIR request %s %s: connection dropped; retrying once", method,
+                            path)
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         self.client.close()

@@ -1,8 +1,9 @@
 """Loading the MedAgentBench files: v1/v2 task files, the tool list and the patients.
 
 The directory is, in order: the `data_dir` argument, the ``MEDAGENTBENCH_DATA`` environment
-variable, ``../shared/data/medagentbench`` beside the repository. The project never ships
-copies of these files.
+variable, ``../shared/data/medagentbench`` beside the repository, the cache that
+``harness data pull medagentbench`` fills (`sources.DATASET`, `tasks.datasets`). The project
+never ships copies of these files.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ class MedAgentBenchDataError(HarnessError):
 
 def data_dir(path: str | os.PathLike | None = None) -> Path:
     """The data directory to use (see the module docstring); checked to exist."""
-    chosen = Path(path) if path else Path(os.environ.get(ENV_VAR) or DEFAULT_DIR)
+    from tasks.medagentbench.sources import DATASET
+
+    chosen = Path(path) if path else DATASET.locate()
     if not (chosen / "patients.json").is_file():
         raise MedAgentBenchDataError(
             f"no MedAgentBench data in {chosen} (patients.json missing); pass data_dir or set "

@@ -21,6 +21,10 @@ from typing import Any
 
 DEFAULT_COUNT = 50
 MAX_COUNT = 1000
+MAX_VALUES = 100
+"""Most comma-separated (ORed) values one search parameter may carry."""
+MAX_PARAMETERS = 50
+"""Most search parameters one request may carry."""
 
 TOKEN, STRING, DATE, REFERENCE, ID = "token", "string", "date", "reference", "id"
 _COMMON = {"_id": ID}
@@ -74,16 +78,21 @@ def date_range(text: str) -> tuple[float, float]:
     if not match:
         raise SearchError(f"invalid date {text!r}: expected YYYY, YYYY-MM, YYYY-MM-DD or an "
                           "ISO dateTime such as 2023-11-13T10:15:00+00:00")
-    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:  # out-of-range fields, offsets beyond +-24h, years past 9999 are invalid dates
+        return _range(*match.groups())
+    except (ValueError, OverflowError) as exc:
+        raise SearchError(f"invalid date {text!r}: {exc}") from None
+
+
+def _range(year: str, month: str | None, day: str | None, hour: str | None,
+           minute: str | None, second: str | None, fraction: str | None,
+           zone: str | None) -> tuple[float, float]:
     tz = timezone.utc
     if zone and zone != "Z":
         sign = 1 if zone[0] == "+" else -1
         tz = timezone(sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
-    try:
-        start = datetime(int(year), int(month or 1), int(day or 1), int(hour or 0),
-                         int(minute or 0), int(second or 0), tzinfo=tz)
-    except ValueError as exc:
-        raise SearchError(f"invalid date {text!r}: {exc}") from None
+    start = datetime(int(year), int(month or 1), int(day or 1), int(hour or 0),
+                     int(minute or 0), int(second or 0), tzinfo=tz)
     if fraction:
         start = start.replace(microsecond=int(float(fraction) * 1e6))
         end = start + timedelta(milliseconds=1)
@@ -153,8 +162,10 @@ def _clause(kind: str, name: str, modifier: str, values: list[str]) -> tuple[str
 
 
 def _page_number(name: str, value: str, low: int, high: int) -> int:
-    if not value.isdigit():
-        raise SearchError(f"{name} must be a non-negative integer, got {value!r}")
+    if not (value.isascii() and value.isdigit()):  # '²'.isdigit() is True
+        raise SearchError(f"{name} must be a non-negative integer, got {value[:40]!r}")
+    if len(value) > len(str(high)):  # int() refuses thousands of digits
+        return high
     return max(low, min(int(value), high))
 
 
@@ -174,6 +185,8 @@ def compile_search(resource_type: str, params: list[tuple[str, str]]) -> Query:
     known = PARAMETERS[resource_type]
     clauses, args = [], []
     count, offset, order = DEFAULT_COUNT, 0, "src, seq"
+    if len(params) > MAX_PARAMETERS:
+        raise SearchError(f"{len(params)} search parameters; at most {MAX_PARAMETERS}")
     for raw_name, value in params:
         name, _, modifier = raw_name.partition(":")
         if name == "_count":
@@ -195,6 +208,9 @@ def compile_search(resource_type: str, params: list[tuple[str, str]]) -> Query:
             values = [v for v in value.split(",") if v != ""]
             if not values:
                 raise SearchError(f"search parameter {name!r} has no value")
+            if len(values) > MAX_VALUES:
+                raise SearchError(f"search parameter {name!r} has {len(values)} values; at "
+                                  f"most {MAX_VALUES}")
             sql, clause_args = _clause(kind, name, modifier, values)
             clauses.append(sql)
             args.extend(clause_args)

@@ -158,6 +158,17 @@ def _parse_json(body: bytes) -> Any:
         return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise FhirProblem(400, "structure", f"malformed JSON: {exc}") from None
+    except RecursionError:
+        raise FhirProblem(400, "structure", "JSON nested too deeply") from None
+
+
+def _validate(resource_type: str, payload: Any) -> None:
+    try:
+        problems = validate_resource(resource_type, payload)
+    except RecursionError:
+        raise FhirProblem(400, "structure", "resource nested too deeply") from None
+    if problems:
+        raise FhirProblem(400, "invalid", "invalid resource", problems)
 
 
 def _check_subject(store: ResourceStore, payload: dict[str, Any]) -> None:
@@ -198,10 +209,38 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def request_problem(request: Request, exc: RequestValidationError) -> Response:
         return _problem(400, [issue("invalid", str(exc)[:500])])
 
-    @app.exception_handler(Exception)
-    async def server_bug(request: Request, exc: Exception) -> Response:
-        log.exception("FHIR server error on %s %s", request.method, request.url.path)
-        return _problem(500, [issue("exception", f"internal error: {type(exc).__name__}")])
+    app.add_middleware(_ServerBugs)
+
+
+class _ServerBugs:
+    """ASGI middleware: an unexpected exception (a server bug) answers 500 with an
+    OperationOutcome and keeps the connection open. (A handler for `Exception` would run in
+    Starlette's outermost middleware, which re-raises it: uvicorn then drops the connection
+    that other requests of the same client share.)"""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:  # noqa: BLE001 - answered, logged, never a dead connection
+            log.exception("FHIR server error on %s %s", scope.get("method"), scope.get("path"))
+            if started:  # nothing sensible can follow a started response
+                raise
+            response = _problem(500, [issue("exception", f"internal error: "
+                                                         f"{type(exc).__name__}")])
+            await response(scope, receive, send)
 
 
 def build_app(registry: EpisodeRegistry, *, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
@@ -240,9 +279,7 @@ def build_app(registry: EpisodeRegistry, *, max_body_bytes: int = MAX_BODY_BYTES
                               f"supported; POST one of {', '.join(POSTABLE)}")
         store = _store(registry, request)
         payload = _parse_json(await _read_body(request, max_body_bytes))
-        problems = validate_resource(resource_type, payload)
-        if problems:
-            raise FhirProblem(400, "invalid", "invalid resource", problems)
+        _validate(resource_type, payload)
         _check_subject(store, payload)
         created = store.create(payload)
         location = f"{_public_base(request)}{resource_type}/{created['id']}/_history/1"

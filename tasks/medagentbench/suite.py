@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from tasks.base import SuiteBase, TaskSpec
+from tasks.base import Comparability, SuiteBase, TaskSpec
 from tasks.medagentbench import graders_v1, graders_v3
 from tasks.medagentbench.backend import FhirBackend
 from tasks.medagentbench.clinical import OFFICIAL_API_BASE
@@ -23,6 +23,18 @@ from tasks.medagentbench.taskdefs_v3 import v3_taskdefs
 
 TRIVIAL_ACTIONS = {"finish-empty": "FINISH([])", "finish-minus-one": "FINISH([-1])"}
 """The "finish without acting" answers the audit plays (``noop:finish-empty`` ...)."""
+
+COMPARABILITY_V1 = Comparability(
+    engine="rebuilt", tasks="upstream", grader="rebuilt", protocol="rebuilt", data="generated",
+    comparable="not comparable: graders and protocol differ from the official ones (the @2 "
+               "suites follow them); charts generated",
+    generated_records=True)
+"""``medagentbench-v1@1`` and ``-v2@1``: official task files and prompt, graders rewritten from
+the task texts (their pass sets differ from the reference grader's), POSTs executed."""
+COMPARABILITY_V3 = Comparability(
+    engine="rebuilt", tasks="rebuilt", grader="rebuilt", protocol="rebuilt", data="generated",
+    comparable="not comparable: a rebuild of the published MedAgentBench-v3 design, not "
+               "MAB-v3 itself", generated_records=True)
 
 
 class MedAgentBenchSuite(SuiteBase):
@@ -61,6 +73,7 @@ class MedAgentBenchSuite(SuiteBase):
 
 class MedAgentBenchV1Suite(MedAgentBenchSuite):
     name, version = "medagentbench-v1", 1
+    comparability = COMPARABILITY_V1
     description = ("MedAgentBench v1: the 100 official tasks (10 types) on a FHIR R4 server "
                    "with generated records in the official branch mix; train/dev generated.")
 
@@ -71,6 +84,7 @@ class MedAgentBenchV1Suite(MedAgentBenchSuite):
 
 class MedAgentBenchV2Suite(MedAgentBenchSuite):
     name, version = "medagentbench-v2", 1
+    comparability = COMPARABILITY_V1
     description = ("MedAgentBench v2: the 300 official tasks (10 types) on a FHIR R4 server "
                    "with generated records in the official branch mix; train/dev generated.")
 
@@ -81,6 +95,7 @@ class MedAgentBenchV2Suite(MedAgentBenchSuite):
 
 class MedAgentBenchV3Suite(MedAgentBenchSuite):
     name, version = "medagentbench-v3", 1
+    comparability = COMPARABILITY_V3
     description = ("MedAgentBench-v3 rebuild: 500 test tasks of 20 types, balanced branches, "
                    "graders that check required and unrequested orders (silent-finish "
                    "ceiling 4%).")

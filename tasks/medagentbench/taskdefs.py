@@ -4,10 +4,11 @@ The test split is the official task file, unchanged. Each task gets the branch i
 generated in from a *branch mix* (a parameter): per task type, exact counts by largest
 remainder, assigned to the type's tasks by a seeded permutation. The train and dev splits
 are new instances of the same ten templates on patients that no test task uses, with the
-same mix. `OFFICIAL_MIX` reproduces the published audit of the official cohort: four to five
-types with 70-97% of instances on their no-action branch, which puts the silent-finish
-ceiling of v2 at 125/300 = 41.7% (the official records themselves are not available, so the
-exact per-instance branches are not recoverable).
+same mix. The mix follows one stated rule, `OFFICIAL_MIX`: equal shares over each task
+type's branches (`TYPE_BRANCHES`: one branch per distinct decision the type's task text
+leads to). It is not fitted to any published figure: the official charts are not available,
+so whatever ceiling these charts give (the audit measures it) is set by the generated
+records, and the suites say so (`Comparability.generated_records`).
 """
 
 from __future__ import annotations
@@ -30,17 +31,28 @@ KIND = {"task1": "demographics", "task2": "demographics", "task3": "demographics
         "task9": "k", "task10": "a1c"}
 """Record kind of each official task type."""
 
-OFFICIAL_MIX: Mix = {
-    "task2": {"default": 1.0}, "task3": {"default": 1.0}, "task8": {"default": 1.0},
-    "task4": {"recent": 0.1, "stale": 0.5, "none": 0.4},
-    "task5": {"mild": 1 / 30, "moderate": 1 / 30, "severe": 1 / 30, "normal": 0.3,
-              "stale": 0.3, "none": 0.3},
-    "task6": {"values": 0.2, "stale": 0.4, "none": 0.4},
-    "task7": {"history": 1.0},
-    "task9": {"low": 0.3, "normal": 0.7},
-    "task10": {"recent": 26 / 30, "old": 2 / 30, "none": 2 / 30},
+TYPE_BRANCHES: Mapping[str, tuple[str, ...]] = {
+    "task2": ("default",), "task3": ("default",), "task8": ("default",),
+    "task4": ("recent", "stale", "none"),
+    "task5": ("mild", "moderate", "severe", "normal", "stale", "none"),
+    "task6": ("values", "stale", "none"),
+    "task7": ("history", "none"),
+    "task9": ("low", "normal", "none"),
+    "task10": ("recent", "old", "none"),
 }
-"""Branch frequencies per task type (task1's branch is fixed by its solution)."""
+"""Per task type, the chart branches its task text tells apart: each distinct order the
+stated rule prescribes (task5: the three doses of the table; task9: the replacement and the
+lab; task10: the new HbA1C) and each distinct reason for answering without an order (a value
+in the window, a value only outside it, no value). task1's branch is fixed by its solution."""
+
+
+def equal_mix(branches: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
+    """Equal shares over each type's branches."""
+    return {t: {b: 1 / len(bs) for b in bs} for t, bs in branches.items()}
+
+
+OFFICIAL_MIX: Mix = equal_mix(TYPE_BRANCHES)
+"""The branch mix of the official-task suites: the stated rule `equal_mix(TYPE_BRANCHES)`."""
 GENERATED_PER_TYPE = {"train": 20, "dev": 5}
 NOT_FOUND_RATE = 0.2
 """Share of generated MRN lookups whose patient does not exist (as in the official files)."""

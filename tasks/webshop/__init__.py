@@ -1,11 +1,13 @@
 """WebShop (Yao et al., 2022) in its ``text`` observation mode.
 
-Suites: ``webshop@1`` on the official product data (``$WEBSHOP_DATA``, else
-``../shared/data/webshop``), ``webshop-synthetic@1`` on a generated catalogue, and the
-unregistered ``webshop-human`` (crowd-sourced goals). Modules: `data` (loading both data
+Suites: ``webshop@2`` on the official product data (``$WEBSHOP_DATA``, else the
+``harness data pull webshop`` cache, else ``../shared/data/webshop``) with upstream master's
+reward, ``webshop@1`` (the earlier variant: same data, its own option reward),
+``webshop-synthetic@1`` on a generated catalogue, and the unregistered ``webshop-human``
+(crowd-sourced goals). Modules: `data` (loading both data
 layouts), `goals` (goals, price ceilings, splits), `search` (BM25 as pyserini ranks),
 `pages` (page texts and clickables), `actions` (``search[...]``/``click[...]``), `reward`
-(upstream's reward), `nouns` (the title-noun step), `env` (the Env), `oracle` (the scripted
+(master's reward for ``@2``, the earlier one for ``@1``), `nouns` (the title-noun step), `env` (the Env), `oracle` (the scripted
 expert), `synthetic` (the catalogue generator), `suite`, `bench` (search latency).
 
 Faithful to ``princeton-nlp/WebShop`` (``web_agent_text_env.py``, ``engine.py``,
@@ -30,13 +32,15 @@ from tasks.webshop.actions import parse_action, search_action
 from tasks.webshop.data import Catalog, Product, WebShopDataError, load_catalog
 from tasks.webshop.env import MAX_STEPS, PageState, WebShopEnv, WebShopWorld
 from tasks.webshop.goals import Goal, build_goals, split_of
-from tasks.webshop.reward import Reward, compute_reward
-from tasks.webshop.suite import WebShopHumanSuite, WebShopSuite, WebShopSyntheticSuite
+from tasks.webshop.reward import Reward, compute_reward, compute_reward_master
+from tasks.webshop.suite import (WebShopHumanSuite, WebShopSuite, WebShopSuiteV1,
+                                 WebShopSyntheticSuite)
 from tasks.webshop.synthetic import generate_catalog
 
 __all__ = [
     "Catalog", "Goal", "MAX_STEPS", "PageState", "Product", "Reward", "WebShopDataError",
-    "WebShopEnv", "WebShopHumanSuite", "WebShopSuite", "WebShopSyntheticSuite",
-    "WebShopWorld", "build_goals", "compute_reward", "generate_catalog", "load_catalog",
+    "WebShopEnv", "WebShopHumanSuite", "WebShopSuite", "WebShopSuiteV1", "WebShopSyntheticSuite",
+    "WebShopWorld", "build_goals", "compute_reward", "compute_reward_master", "generate_catalog",
+    "load_catalog",
     "parse_action", "search_action", "split_of",
 ]

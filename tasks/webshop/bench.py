@@ -78,7 +78,7 @@ def _real(n_goals: int) -> LatencyBench:
     started = time.perf_counter()
     suite = WebShopSuite()
     build_s = time.perf_counter() - started
-    return bench_search(suite.world, list(suite.goals[:n_goals]), "webshop@1 (real data)",
+    return bench_search(suite.world, list(suite.goals[:n_goals]), "webshop@2 (real data)",
                         build_s)
 
 

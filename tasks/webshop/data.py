@@ -1,7 +1,8 @@
 """WebShop's product catalogue: loading the official data and WebShop's own processing.
 
 Two layouts are read from one folder (the ``path`` argument, else ``$WEBSHOP_DATA``, else
-``<repo root>/../shared/data/webshop``):
+``<repo root>/../shared/data/webshop``, else the cache ``harness data pull webshop`` fills;
+`tasks.datasets`):
 
 - *processed*: ``products*.jsonl`` (one processed record a line, the format WebShop's
   ``load_products`` builds), ``items_ins_v2*.json`` (attributes and synthetic instructions)
@@ -106,9 +107,12 @@ class Catalog:
 
 
 def default_data_dir() -> Path:
-    """``$WEBSHOP_DATA`` when set, else ``<repo root>/../shared/data/webshop``."""
-    value = os.environ.get(DATA_ENV)
-    return Path(value) if value else REPO_ROOT.parent / "shared" / "data" / "webshop"
+    """``$WEBSHOP_DATA`` when set, else ``<repo root>/../shared/data/webshop``, else the
+    ``harness data pull webshop`` cache; `tasks.datasets.DataMissingError` (one line naming
+    that command) when none holds the data."""
+    from tasks.webshop.sources import DATASET
+
+    return DATASET.locate()
 
 
 def price_tag(pricing: Sequence[float]) -> str:

@@ -13,12 +13,13 @@ Navigation follows upstream's ``SimServer.receive``: ``Back to Search`` returns 
 page; ``Next >``/``< Prev`` page through the (at most 50) results, ``< Prev`` on an item page
 returns to its results page (options cleared), on a sub page to the item page; a product asin
 opens its item page; an option value selects it in its group; ``Description``/``Features``/
-``Reviews`` open the sub pages; ``Buy Now`` ends the episode with the reward of
-`tasks.webshop.reward.compute_reward` for the product at its goal-generation price with the
-selected options. ``won`` is ``reward == 1.0`` (upstream's success), ``score`` the reward.
+``Reviews`` open the sub pages; ``Buy Now`` ends the episode with the reward
+``tasks.webshop.reward.REWARDS[world.reward_version]`` (2: upstream master's
+``compute_reward_master``; 1: the earlier ``compute_reward``) for the product at its
+goal-generation price with the selected options. ``won`` is ``reward == 1.0`` (upstream's success), ``score`` the reward.
 
 ``info`` also holds ``admissible_actions``, ``steps``, ``page`` (the page kind),
-``noun_tagger`` (which title-noun step the reward uses) and, after ``Buy Now``,
+``noun_tagger`` (which title-noun step the reward uses), ``reward_version`` and, after ``Buy Now``,
 ``reward_info`` (upstream's verbose reward components) and ``purchased`` (asin, options).
 """
 
@@ -40,7 +41,7 @@ from tasks.webshop.oracle import expert_action
 from tasks.webshop.pages import (BACK_TO_SEARCH, BUY_NOW, NEXT_PAGE, PREV_PAGE, PRODUCT_WINDOW,
                                  SUB_PAGES, PageView, done_page, item_page, results_page,
                                  search_page, sub_page)
-from tasks.webshop.reward import Reward, compute_reward
+from tasks.webshop.reward import REWARDS, Reward
 from tasks.webshop.search import SEARCH_RETURN_N, BM25Index
 
 __all__ = ["MAX_STEPS", "PageState", "WebShopWorld", "WebShopEnv"]
@@ -69,10 +70,12 @@ class WebShopWorld:
     """What every episode on one catalogue shares: products, prices, the search index."""
 
     def __init__(self, catalog: Catalog, prices: Mapping[str, float],
-                 tagger: NounTagger | None = None, index: BM25Index | None = None):
+                 tagger: NounTagger | None = None, index: BM25Index | None = None,
+                 reward_version: int = 2):
         self.catalog = catalog
         self.prices = dict(prices)
         self.tagger = tagger or default_tagger()
+        self.reward_version = reward_version  # the key of `reward.REWARDS` (2: master's)
         self.index = index or BM25Index([p.search_text() for p in catalog.products],
                                         [p.asin for p in catalog.products])
         self._search = functools.lru_cache(maxsize=4096)(self._search_uncached)
@@ -163,8 +166,9 @@ class WebShopEnv:
 
     def _buy(self, state: PageState) -> Reward:
         product = self._product(state)
-        return compute_reward(product, self.goal, self.world.prices[product.asin],
-                              dict(state.options), self.world.tagger)
+        return REWARDS[self.world.reward_version](
+            product, self.goal, self.world.prices[product.asin], dict(state.options),
+            self.world.tagger)
 
     # -- Env contract --------------------------------------------------------------------------
     def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
@@ -206,6 +210,7 @@ class WebShopEnv:
             "won": reward == 1.0, "score": float(reward or 0.0), "invalid": invalid,
             "admissible_actions": self.admissible_actions(), "steps": self._steps,
             "page": self.state.kind, "noun_tagger": self.world.tagger.name,
+            "reward_version": self.world.reward_version,
         }
         if self._reward_info is not None:
             info["reward_info"] = self._reward_info

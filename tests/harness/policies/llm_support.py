@@ -20,7 +20,7 @@ import numpy as np
 import orjson
 
 from harness.policies.base import EpisodeContext
-from harness.policies.scaffold import Scaffold
+from harness.policies.scaffold import Scaffold, TaggedScaffold
 from harness.policies.tiny import TinyConfig, imprint, make_tiny_model
 from tasks import get_suite
 
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SMALL = TinyConfig(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128, context=4096)
 """A ~0.1M-parameter Qwen2 for the fixtures that are fine-tuned (imprinted)."""
 
-IMPRINT_SCAFFOLD = Scaffold("react", history=0)
+IMPRINT_SCAFFOLD = TaggedScaffold("react", history=0)
 """The scaffold of the imprinted model's prompts (policy options ``format=react&history=0``;
 a ReAct ``Action: MOVE`` line is learnt in a few dozen steps, <action> tags take longer)."""
 IMPRINT_OPTIONS = "format=react&history=0"
@@ -61,7 +61,7 @@ def harness_command(*args: str) -> list[str]:
 def frozenlake_prompts(n: int, scaffold: Scaffold) -> list[list[dict[str, str]]]:
     """Prompts of the first step of `n` frozenlake@1 test tasks (4x4 and 8x8 in turn), with
     their oracle moves."""
-    from harness.runner import balanced_prefix
+    from harness.episodes import balanced_prefix
 
     suite = get_suite("frozenlake@1")
     prompts = []

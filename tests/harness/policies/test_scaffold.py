@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.policies.base import EpisodeContext
-from harness.policies.scaffold import (INVALID_ACTION, ParsedAction, PromptTemplate, Scaffold,
-                                       parse_action, register_template, strip_reasoning,
+from harness.policies.scaffold import (INVALID_ACTION, ParsedAction, PromptTemplate,
+                                       TaggedScaffold as Scaffold, parse_action,
+                                       register_template, strip_reasoning,
                                        template_for)
 from harness.core import UnknownNameError
 from tasks import get_suite, suite_ids

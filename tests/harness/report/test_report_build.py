@@ -39,6 +39,9 @@ def test_report_command_writes_the_folder(small_db, tmp_path, capsys):
                  "figures/pass-at-k-alpha@1.pdf", "figures/learning-curves-success.pdf",
                  "figures/learning-curves-mean_reward.png"):
         assert (out / name).is_file(), name
+    page_wide = sorted(p.name for p in (out / "figures").glob("*.p*"))
+    column = sorted(p.name for p in (out / "figures" / "column").glob("*.p*"))
+    assert column == page_wide  # every figure also at 3.5 in: 5 policies fit a page
     provenance = json.loads((out / "provenance.json").read_text())
     assert provenance["command"] == f"harness report --db {small_db} --out {out}"
     assert [r["run_id"] for r in provenance["runs"]] == sorted(["hand-run", *audit.run_ids])

@@ -41,7 +41,7 @@ def test_forest_plot_colours_best_and_not_separable(ranked):
     colours = {to_hex(line.get_color()) for line in figure.axes[0].get_lines()}
     palette = {c.lower() for c in fig.OKABE_ITO}
     assert colours <= palette
-    labels = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+    labels = [t.get_text() for t in figure.legends[0].get_texts()]  # under the axes
     assert labels == ["not separable from best (Holm)", "best"]  # beta: nothing separable
 
 

@@ -7,7 +7,8 @@ import torch
 
 from harness.core import MissingDependencyError
 from harness.train.engine import HFEngine
-from harness.train.prompting import BareScaffold, Tokenization
+from harness.policies.scaffold import BareScaffold
+from harness.train.prompting import Tokenization
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +24,8 @@ def tiny(tmp_path_factory, tiny_shape):
 def prompts(tokenizer, n: int) -> list[list[int]]:
     tok = Tokenization(tokenizer)
     grids = ["P___\n_O__\n__O_\n__OG", "_P__\n_O__\n__O_\n__OG", "__P_\nO___\n_G__\n__O_"]
-    return [tok.prompt_ids(BareScaffold().messages("Reach the goal; avoid holes.", [],
-                                                   grids[i % 3] + "\nActions: Left"))
+    return [tok.prompt_ids(BareScaffold().render("Reach the goal; avoid holes.", [],
+                                                 grids[i % 3] + "\nActions: Left"))
             for i in range(n)]
 
 

@@ -7,7 +7,8 @@ from collections import Counter
 import pytest
 
 from harness.train.engine import Sample
-from harness.train.prompting import BareScaffold, Tokenization
+from harness.policies.scaffold import BareScaffold
+from harness.train.prompting import Tokenization
 from harness.train.rollout import RolloutSpec, collect
 from tasks import get_suite
 
@@ -58,7 +59,8 @@ def test_groups_share_task_and_seed_and_steps_are_recorded(suite, tokenization):
                     tokenization=tokenization, scaffold=BareScaffold(),
                     spec=RolloutSpec(max_steps=3), seed=0, update=5)
     assert len(batch.episodes) == 8
-    assert Counter(e.group for e in batch.episodes) == {0: 4, 1: 4}
+    assert Counter(e.key.task_id for e in batch.episodes) == {tasks[0].id: 4, tasks[1].id: 4}
+    assert {e.key.sample for e in batch.episodes} == {0, 1, 2, 3}
     assert {t.group_id for t in batch.transitions} == {f"5/{tasks[0].id}/11",
                                                        f"5/{tasks[1].id}/12"}
     inputs = batch.inputs

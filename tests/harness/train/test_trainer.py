@@ -78,7 +78,8 @@ def test_checkpoint_layout_and_metadata(tmp_path, tiny_shape):
     meta = load_checkpoint_meta(path)
     assert meta["format"] == "harness-train-checkpoint"
     assert (meta["train_seed"], meta["step"], meta["algorithm"]) == (3, 1, "grpo")
-    assert meta["scaffold"] == {"name": "bare", "history": 0, "output": "action text + eos"}
+    assert meta["scaffold"] == {"id": "bare@1", "name": "bare", "version": 1, "history": 0,
+                               "max_action_chars": 200, "chat_template": "compact"}
     assert meta["train_config"]["rollout"]["group_size"] == 3
     assert "loss" in meta["metrics"]
     json.dumps(meta)  # plain JSON
@@ -103,9 +104,7 @@ def test_transitions_are_saved_and_train_on_the_sampled_ids(tmp_path, tiny_shape
     tok = trainer.tokenization
     for t in saved:
         # the action sent to the env is text derived from the sampled ids, never re-encoded
-        from harness.train.prompting import parse_action
-
-        assert parse_action(tok.decode(t.response_ids))[0] == t.actions[0]
+        assert trainer.scaffold.parse(tok.decode(t.response_ids)).env_action == t.actions[0]
         assert len(t.logprobs) == len(t.response_ids) == len(t.loss_mask)
         assert all(lp <= 0.0 for lp in t.logprobs)
     groups = {t.group_id for t in saved}

@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.core import make_rng
-from tasks.medagentbench.branches import KINDS, task_record
+from tasks.medagentbench.branches import KINDS, branches_of, task_record
 from tasks.medagentbench.clinical import NOW
 from tasks.medagentbench.grading import latest, readings, within
 from tasks.medagentbench.rules import (ONE_YEAR_AGO, TEN_YEARS_AGO, bp_is_high, mg_dose,
                                        mg_to_mgdl, weight_kg)
-from tasks.medagentbench.taskdefs import OFFICIAL_MIX, quota
+from tasks.medagentbench.taskdefs import KIND, OFFICIAL_MIX, TYPE_BRANCHES, equal_mix, quota
 
 SEEDS = range(12)
 
@@ -118,10 +118,15 @@ def test_quota_hand_computed():
         "recent": 26, "old": 2, "none": 2}
     assert quota({"recent": 26 / 30, "old": 2 / 30, "none": 2 / 30}, 10) == {
         "recent": 9, "old": 1, "none": 0}
-    no_action = {"task4": ("stale", "none"), "task5": ("normal", "stale", "none"),
-                 "task6": ("stale", "none"), "task9": ("normal",), "task10": ("recent",)}
-    total = sum(quota(OFFICIAL_MIX[t], 30)[b] for t, bs in no_action.items() for b in bs)
-    assert total == 125, "the official mix reproduces the published 41.7% of 300"
+
+
+def test_the_official_mix_is_equal_shares_over_each_types_branches():
+    assert OFFICIAL_MIX == equal_mix(TYPE_BRANCHES)
+    for task_type, branches in TYPE_BRANCHES.items():
+        assert set(branches) <= set(branches_of(KIND[task_type]))
+        counts = quota(OFFICIAL_MIX[task_type], 30)
+        assert max(counts.values()) - min(counts.values()) <= 1 and sum(counts.values()) == 30
+    assert quota(OFFICIAL_MIX["task5"], 30) == dict.fromkeys(TYPE_BRANCHES["task5"], 5)
 
 
 @settings(max_examples=200, deadline=None)

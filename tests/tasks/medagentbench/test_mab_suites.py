@@ -86,22 +86,49 @@ def silent_finish_table(db):
     return pd.DataFrame(rows)
 
 
+TRIVIALLY_PASSED = {
+    "medagentbench-v1@1": {"task4": {"stale", "none"}, "task5": {"normal", "stale", "none"},
+                           "task6": {"stale", "none"}, "task7": {"none"},
+                           "task9": {"normal", "none"}, "task10": {"recent"}},
+    "medagentbench-v1@2": {"task4": {"stale", "none"}, "task5": {"normal", "stale", "none"},
+                           "task6": {"stale", "none"}, "task7": {"none"},
+                           "task9": {"normal", "none"}, "task10": {"recent"}},
+}
+"""Branches on which `FINISH([])` or `FINISH([-1])` passes, read off the grading rules: -1
+where no value is to be reported, [] where nothing is to be ordered on tasks 5, 9, 10. The
+silent-finish ceiling the runs measure must be the share of tasks on these branches."""
+TRIVIALLY_PASSED["medagentbench-v2@1"] = TRIVIALLY_PASSED["medagentbench-v1@1"]
+TRIVIALLY_PASSED["medagentbench-v2@2"] = TRIVIALLY_PASSED["medagentbench-v1@2"]
+
+
+def expected_trivial_passes(suite_id):
+    suite = get_suite(suite_id)
+    passable = TRIVIALLY_PASSED[suite_id]
+    return sum(suite.task_def(t.id).branch in passable.get(t.task_type, ())
+               for t in suite.tasks("test"))
+
+
 @pytest.mark.slow
-def test_silent_finish_ceiling_high_on_v1_v2_and_at_most_10_percent_on_v3(tmp_path):
-    config = RunConfig(policies=TRIVIAL, suites=SUITES, concurrency=32,
+def test_silent_finish_ceiling_is_what_the_charts_imply_and_at_most_10_percent_on_v3(tmp_path):
+    """The v1/v2 ceilings are measured, not pinned: they equal the count the generated
+    branch mix (equal shares, `taskdefs.OFFICIAL_MIX`) implies under the grading rules."""
+    suites = SUITES + ("medagentbench-v1@2", "medagentbench-v2@2")
+    config = RunConfig(policies=TRIVIAL, suites=suites, concurrency=32,
                        db=str(tmp_path / "trivial.db"))
     assert run(config).errors == 0
     table = silent_finish_table(config.db).set_index(["suite", "task_type"])
     overall = table.xs("all", level="task_type")
-    v1, v2, v3 = (overall.loc[s] for s in SUITES)
-    assert (v1.passed, v1.n) == (42, 100) and (v2.passed, v2.n) == (125, 300)
-    assert v1.low > 0.3 and v2.low > 0.35, "silent finish is the dominant strategy on v1/v2"
+    for suite_id in TRIVIALLY_PASSED:
+        row = overall.loc[suite_id]
+        assert (row.passed, row.n) == (expected_trivial_passes(suite_id),
+                                       len(get_suite(suite_id).tasks("test")))
+    v3 = overall.loc["medagentbench-v3@1"]
     assert v3.rate <= 0.10 and v3.high <= 0.10, f"v3 ceiling {v3.rate:.3f} (<= {v3.high:.3f})"
     per_type = table.loc["medagentbench-v3@1"].drop("all")
     assert (per_type.passed <= 2).all() and (per_type.n == 25).all()
     assert set(per_type[per_type.passed > 0].index) == set(NO_ACTION_ANSWER_BRANCHES)
-    official_types = table.loc["medagentbench-v2@1"].drop("all")
-    assert official_types.loc["task4", "rate"] == 0.9 and official_types.loc["task1", "rate"] == 0
+    official_types = table.loc["medagentbench-v2@2"].drop("all")
+    assert official_types.loc["task1", "rate"] == 0 and official_types.loc["task3", "rate"] == 0
 
 
 @pytest.mark.slow

@@ -10,8 +10,8 @@ from harness.core import HarnessError
 from tasks import check_env
 from tasks.webshop import MAX_STEPS, parse_action, search_action
 from tasks.webshop.pages import done_page, item_page, results_page, search_page, sub_page
-from tasks.webshop.reward import compute_reward
-from webshop_testdata import play, real_suite, synthetic_suite
+from tasks.webshop.reward import compute_reward, compute_reward_master
+from webshop_testdata import play, real_suite, real_suite_v1, synthetic_suite
 
 INSTRUCTION = "i need a fishing short, and price lower than 40.00 dollars"
 
@@ -179,8 +179,9 @@ def test_buying_ends_the_episode_with_upstreams_reward(suite):
     results = play(env, actions + ["click[Buy Now]"])
     done = results[-1]
     options = {group: values[0]} if product(asin).options else {}
-    expected = compute_reward(product(asin), env.goal, suite.world.prices[asin], options,
-                              suite.world.tagger)
+    expected = compute_reward_master(product(asin), env.goal, suite.world.prices[asin],
+                                     options, suite.world.tagger)
+    assert done.info["reward_version"] == 2
     assert done.terminated and not done.truncated and done.reward == expected.total
     assert done.info["score"] == expected.total and done.info["won"] is (expected.total == 1.0)
     assert done.info["reward_info"] == expected.info()
@@ -189,6 +190,27 @@ def test_buying_ends_the_episode_with_upstreams_reward(suite):
     assert done.info["admissible_actions"] == []
     with pytest.raises(HarnessError):
         env.step("click[buy now]")
+
+
+def test_webshop_at_1_keeps_its_earlier_reward():
+    """``webshop@1`` (the earlier variant) scores with `compute_reward`: on the first test goal
+    whose exact target master scores below 1.0, its oracle still gets 1.0 or more."""
+    suite_v1 = real_suite_v1()
+    assert suite_v1.id == "webshop@1" and suite_v1.world.reward_version == 1
+    differs = next(i for i, g in enumerate(suite_v1.goals[:500])
+                   if compute_reward_master(product(g.asin), g, suite_v1.world.prices[g.asin],
+                                            dict(g.goal_options), suite_v1.world.tagger
+                                            ).total < 1.0)
+    env = suite_v1.make_env(f"goal-{differs:05d}")
+    env.reset(seed=0)
+    result = None
+    while result is None or not result.terminated:
+        result = env.step(env.oracle_action())
+    assert result.info["reward_version"] == 1 and result.reward >= 1.0
+    goal = env.goal
+    assert result.reward == compute_reward(product(goal.asin), goal,
+                                           suite_v1.world.prices[goal.asin],
+                                           dict(goal.goal_options), suite_v1.world.tagger).total
 
 
 def test_oracle_buys_the_goal_with_its_options(suite):
@@ -258,7 +280,7 @@ def test_arbitrary_text_never_breaks_the_env(text):
 # -- suites -----------------------------------------------------------------------------------
 
 def test_real_suite_shape(suite):
-    assert suite.id == "webshop@1"
+    assert suite.id == "webshop@2"
     assert [len(suite.tasks(s)) for s in ("test", "dev", "train")] == [500, 1000, 5410]
     assert suite.task_types() == ["beauty", "electronics", "fashion", "garden", "grocery"]
     spec = suite.task("goal-00042")

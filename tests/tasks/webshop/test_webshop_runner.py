@@ -13,10 +13,11 @@ from harness.store import load_episodes
 from tasks import base
 from tasks.webshop.bench import webshop_report
 from tasks.webshop.oracle import expert_query
-from webshop_testdata import real_suite, run_oracle, synthetic_suite
+from webshop_testdata import real_suite, real_suite_v1, run_oracle, synthetic_suite
 
 
-def test_oracle_reward_is_one_on_the_first_500_goals():
+def test_oracle_wins_480_of_the_500_test_goals_under_masters_reward():
+    """webshop@2 scores the exact target below 1.0 on 20 test goals, as upstream master."""
     suite = real_suite()
     rewards, title_searches = [], []
     for spec in suite.tasks("test"):
@@ -29,21 +30,21 @@ def test_oracle_reward_is_one_on_the_first_500_goals():
         rewards.append(result.reward)
     assert len(rewards) == 500 and [t.id for t in suite.tasks("test")][:2] == [
         "goal-00000", "goal-00001"]
-    assert sum(r == 1.0 for r in rewards) == 500          # the Must-show asks for >= 95%
+    assert sum(r == 1.0 for r in rewards) == 480          # upstream master: 480/500
     # the instruction search alone lists the target for 499 of them; one needs its title
     assert title_searches == ["goal-00444"]
 
 
 @pytest.fixture
 def registered(monkeypatch):
-    monkeypatch.setitem(base._REGISTRY, "webshop", {1: real_suite})
+    monkeypatch.setitem(base._REGISTRY, "webshop", {1: real_suite_v1, 2: real_suite})
     monkeypatch.setitem(base._REGISTRY, "webshop-synthetic", {1: synthetic_suite})
     monkeypatch.setattr(base, "_CACHE", dict(base._CACHE))
 
 
 def test_suites_run_through_the_runner_with_the_scripted_policies(registered, tmp_path):
     policies = ("random", "noop:buy-now", "noop:back-to-search", "oracle")
-    config = RunConfig(policies=policies, suites=("webshop@1", "webshop-synthetic@1"),
+    config = RunConfig(policies=policies, suites=("webshop@2", "webshop-synthetic@1"),
                        split="test", n_tasks=5, eval_seeds=(0, 1), db=str(tmp_path / "r.db"),
                        run_id="webshop-test")
     summary = run(config)
@@ -63,7 +64,7 @@ def test_suites_run_through_the_runner_with_the_scripted_policies(registered, tm
 
 def test_bench_report_lines_on_a_small_catalogue():
     lines = webshop_report(types.SimpleNamespace(webshop_goals=5, webshop_products=2000))
-    assert lines[0].startswith("webshop@1 (real data): 1000 products, 5 goals")
+    assert lines[0].startswith("webshop@2 (real data): 1000 products, 5 goals")
     assert lines[4].startswith("webshop-synthetic (generated): 2000 products, 5 goals")
     assert sum("search step (cold)" in line for line in lines) == 2
     assert sum("ratio search/click" in line for line in lines) == 2

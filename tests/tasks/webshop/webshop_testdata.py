@@ -22,6 +22,13 @@ def real_suite():
 
 
 @functools.lru_cache(maxsize=None)
+def real_suite_v1():
+    from tasks.webshop import WebShopSuiteV1
+
+    return WebShopSuiteV1(DATA_DIR)
+
+
+@functools.lru_cache(maxsize=None)
 def synthetic_suite():
     from tasks.webshop import WebShopSyntheticSuite
 

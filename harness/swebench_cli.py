@@ -1,0 +1,86 @@
+"""``harness swebench validate``: which SWE-bench instances this machine reproduces.
+
+Plugged into the CLI through ``harness.cli.COMMAND_MODULES`` (`add_commands`); heavy imports
+happen inside the handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.core import ConfigError
+
+__all__ = ["add_commands", "cmd_validate"]
+
+TABLE_CHOICES = ("verified-test", "lite-test", "lite-dev", "full-dev", "swe-lite")
+
+
+def add_commands(subparsers) -> None:
+    """Add ``swebench validate``."""
+    parser = subparsers.add_parser("swebench", help="SWE-bench utilities (validate instances)")
+    sub = parser.add_subparsers(dest="swebench_command", required=True)
+    p = sub.add_parser(
+        "validate", help="build environments and check gold-resolves / empty-fails",
+        description="For each instance: build its environment (cached per repository and "
+                    "version), grade the gold patch and the empty patch with the local "
+                    "backend (sandbox, no network), print a table and a summary.")
+    p.add_argument("--table", choices=TABLE_CHOICES, action="append",
+                   help="instance table(s) to draw from (default: every table)")
+    p.add_argument("--instances", action="append",
+                   help="instance ids (repeat or comma-separate; default: the whole table)")
+    p.add_argument("--repo", action="append", help="only instances of this owner/name")
+    p.add_argument("--limit", type=int, help="at most this many instances")
+    p.add_argument("--repos", help="mirror directory of the repositories (else $SWEBENCH_REPOS)")
+    p.add_argument("--data", help="SWE-bench tables (else $SWEBENCH_DATA or ../shared/data)")
+    p.add_argument("--logs", help="keep every test log and instance row in this folder")
+    p.add_argument("--timeout", type=float, default=1800, help="test run limit, seconds")
+    p.set_defaults(func=cmd_validate)
+
+
+def _select(args: argparse.Namespace) -> list:
+    from tasks.swebench.data import TABLES, load_table
+    from tasks.swebench.lite import lite_instances
+
+    tables = args.table or list(TABLES)
+    pool: dict = {}
+    for table in tables:
+        found = lite_instances() if table == "swe-lite" else load_table(table, args.data)
+        for instance in found:
+            pool.setdefault(instance.instance_id, instance)
+    wanted = [v.strip() for item in args.instances or [] for v in item.split(",") if v.strip()]
+    unknown = [w for w in wanted if w not in pool]
+    if unknown:
+        from harness.core import UnknownNameError
+
+        raise UnknownNameError("SWE-bench instance", unknown[0], pool)
+    chosen = [pool[w] for w in wanted] if wanted else list(pool.values())
+    if args.repo:
+        chosen = [i for i in chosen if i.repo in args.repo]
+    if args.limit is not None:
+        if args.limit <= 0:
+            raise ConfigError("--limit must be positive")
+        chosen = chosen[:args.limit]
+    return chosen
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from tasks.swebench.lite import LITE_REPO_PREFIX, lite_backend
+    from tasks.swebench.local import real_backend
+    from tasks.swebench.validate import validate, validation_lines
+
+    instances = _select(args)
+    say = (lambda line: print(line, file=sys.stderr, flush=True))
+    lite = [i for i in instances if i.repo.startswith(LITE_REPO_PREFIX)]
+    real = [i for i in instances if not i.repo.startswith(LITE_REPO_PREFIX)]
+    rows = []
+    logs = Path(args.logs) if args.logs else None
+    if lite:
+        rows += validate(lite, lite_backend(), logs_dir=logs, progress=say)
+    if real:
+        backend = real_backend(mirrors=args.repos, progress=say, test_timeout_s=args.timeout)
+        rows += validate(real, backend, logs_dir=logs, progress=say)
+    for line in validation_lines(rows):
+        print(line)
+    return 0 if all(r.reproduced for r in rows) else 1

@@ -1,0 +1,553 @@
+"""A sandbox for untrusted shell commands: bubblewrap over a read-only Debian root filesystem.
+
+One `Sandbox` is one episode. Its writable state is an overlayfs upper directory on a tmpfs of
+bounded size (the disk quota), created fresh per episode and mounted per command inside a
+private mount namespace held by one small process per episode (``unshare --mount``; each
+command enters it with ``nsenter``), so no mount is visible on the host or outlives the
+episode, and bubblewrap 0.8 (which has no ``--overlay``) is enough. Each command runs under ``bwrap`` with new pid,
+network (loopback only), IPC, UTS and cgroup namespaces, a new session, ``--die-with-parent``
+and rlimits (bash ``ulimit`` before the command: CPU, address space, file size, open files,
+processes). Agent commands
+run as the unprivileged ``agent`` user (uid `AGENT_UID`, every capability dropped, no new
+privileges), so ``RLIMIT_NPROC`` holds; ``user="root"`` (setup and verifier steps) runs as uid 0
+with every capability dropped but `ROOT_CAPABILITIES`. A wall-clock limit kills the whole process tree (the pid
+namespace dies with its init). Output is stdout and stderr interleaved, head and tail kept.
+
+`snapshot()`/`restore()` copy the upper directory (whiteouts and opaque-directory xattrs
+included), so a tree rollout can branch from a mid-episode state. Extra read-only layers
+(``layers=``, e.g. a task's environment built once) sit between the episode layer and the
+rootfs. Root filesystems come from `tasks.sandbox_rootfs` (re-exported here).
+
+Requires root (overlay mounts and the uid switch), ``bwrap`` (Debian ``bubblewrap``),
+``unshare``/``nsenter``/``mount`` (util-linux) and overlayfs; `sandbox_available` says why not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks.sandbox_rootfs import (
+    AGENT_HOME,
+    AGENT_UID,
+    BASE_RECIPE,
+    RootfsRecipe,
+    SandboxError,
+    build_rootfs,
+    rootfs_cache_dir,
+)
+
+__all__ = [
+    "AGENT_UID", "BASE_RECIPE", "Bind", "CommandResult", "Limits", "RootfsRecipe", "Sandbox",
+    "SandboxError", "SandboxSnapshot", "build_rootfs", "rootfs_cache_dir", "sandbox_available",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+               "--unshare-cgroup")
+_HOLD = (  # $1 lowerdirs, $2 upper, $3 work, $4 merged
+    'mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" && echo ready '
+    '&& exec cat >/dev/null')
+_DRAIN_S = 2.0
+ROOT_CAPABILITIES = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
+                     "CAP_KILL")
+"""What ``user="root"`` keeps: file ownership and permission overrides inside the sandbox's
+own mount tree, and signals inside its own pid namespace; nothing else."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-command limits. Memory is the address-space limit (RLIMIT_AS) of each process."""
+
+    wall_s: float = 60.0
+    """Wall-clock seconds per command; then every process of the command is killed."""
+    cpu_s: int = 120
+    memory_bytes: int = 4 << 30
+    file_size_bytes: int = 512 << 20
+    open_files: int = 1024
+    processes: int = 512
+    """RLIMIT_NPROC of the agent uid (counts every process of that uid on the host)."""
+    output_bytes: int = 64 << 10
+    """Output kept per command: the first and last half of this; the cut is stated."""
+    disk_bytes: int = 2 << 30
+    """Size of the episode's writable layer (a tmpfs; writes beyond it fail with ENOSPC)."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What `Sandbox.run` returns. `exit_code` is None when the command was killed."""
+
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    truncated: bool
+    wall_s: float
+
+    @property
+    def status(self) -> str:
+        """``ok``, ``failed`` (non-zero exit) or ``timeout``."""
+        if self.timed_out:
+            return "timeout"
+        return "ok" if self.exit_code == 0 else "failed"
+
+
+@dataclass(frozen=True)
+class Bind:
+    """A host path made visible at `target` inside the sandbox (read-only unless writable)."""
+
+    host: Path
+    target: str
+    writable: bool = False
+
+
+@dataclass(frozen=True)
+class SandboxSnapshot:
+    """A copy of an episode's writable layer (a directory owned by the sandbox that made it)."""
+
+    path: Path
+    sandbox_id: int
+
+
+def sandbox_available() -> str | None:
+    """None when sandboxes can run here, else the reason in one line."""
+    if os.name != "posix" or not Path("/proc/filesystems").exists():
+        return "the sandbox needs Linux"
+    for tool, package in (("bwrap", "bubblewrap"), ("unshare", "util-linux"),
+                          ("nsenter", "util-linux"), ("mount", "mount")):
+        if shutil.which(tool) is None:
+            return (f"{tool} is not installed (Debian package {package}; "
+                    "see .ci/system-packages)")
+    if os.geteuid() != 0:
+        return "the sandbox needs root (overlay mounts and the switch to an unprivileged uid)"
+    if "overlay" not in Path("/proc/filesystems").read_text():
+        return "the kernel has no overlayfs (modprobe overlay)"
+    return _probe_once()
+
+
+_PROBE: list[str | None] = []
+
+
+def _probe_once() -> str | None:
+    """Mount an overlay in a private mount namespace and run bwrap over it, once per process."""
+    if _PROBE:
+        return _PROBE[0]
+    with tempfile.TemporaryDirectory(prefix="harness-probe-") as tmp:
+        for name in ("lower", "upper", "work", "merged"):
+            Path(tmp, name).mkdir()
+        command = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                   _HOLD.replace("exec cat >/dev/null", 'exec "$5" --ro-bind / / "$6" true'),
+                   "sh", f"{tmp}/lower", f"{tmp}/upper", f"{tmp}/work", f"{tmp}/merged",
+                   "bwrap", "--unshare-net"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        reason = None
+        if done.returncode != 0:
+            detail = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            reason = f"overlay mount or bwrap failed here: {detail}"
+    _PROBE.append(reason)
+    return reason
+
+
+def _require_available() -> None:
+    reason = sandbox_available()
+    if reason is not None:
+        raise SandboxError(reason)
+
+
+class _Output:
+    """Keeps the first and last `limit // 2` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int):
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> tuple[str, bool]:
+        cut = self.total - len(self.head) - len(self.tail)
+        if cut <= 0:
+            return (bytes(self.head) + bytes(self.tail)).decode(errors="replace"), False
+        marker = f"\n[... {cut} bytes of output omitted ...]\n".encode()
+        return (bytes(self.head) + marker + bytes(self.tail)).decode(errors="replace"), True
+
+
+_IDS = itertools.count(1)
+
+
+class Sandbox:
+    """One episode: a fresh writable layer over a read-only rootfs (see the module docstring).
+
+    `layers`: read-only directories stacked over `rootfs` (topmost first), e.g. a task's
+    environment layer. `workdir` is created owned by the agent. `binds` are host paths made
+    visible inside (read-only unless `Bind.writable`). `env` is added to every command's
+    environment. Use as a context manager, or call `close()`.
+    """
+
+    def __init__(self, rootfs: Path, *, limits: Limits = Limits(), workdir: str = "/work",
+                 binds: Sequence[Bind] = (), env: Mapping[str, str] | None = None,
+                 layers: Sequence[Path] = ()):
+        _require_available()
+        self.rootfs = Path(rootfs)
+        if not (self.rootfs / "bin" / "sh").exists() and not (self.rootfs / "usr/bin/sh").exists():
+            raise SandboxError(f"{self.rootfs} is not a root filesystem (no /bin/sh)")
+        self.limits, self.workdir = limits, workdir
+        self.binds, self.env = tuple(binds), dict(env or {})
+        self.layers = tuple(Path(p) for p in layers)
+        self.id = next(_IDS)
+        self._root = Path(tempfile.mkdtemp(prefix=f"harness-sandbox-{self.id}-"))
+        self._layer = self._root / "layer"
+        self._layer.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o",
+                        f"size={limits.disk_bytes},mode=0700", "tmpfs", str(self._layer)],
+                       check=True, capture_output=True)
+        self._holder: list[subprocess.Popen] = []
+        self._finalizer = weakref.finalize(self, _cleanup, self._root, self._layer,
+                                           self._holder)
+        self._snapshots = 0
+        self._fresh_layer()
+        self._hold()
+
+    # ---- layer bookkeeping ------------------------------------------------------------------
+    @property
+    def upper(self) -> Path:
+        return self._layer / "upper"
+
+    def _fresh_layer(self) -> None:
+        for name in ("upper", "work", "merged"):
+            path = self._layer / name
+            if path.exists():
+                shutil.rmtree(path)
+            path.mkdir(mode=0o755)
+        self._make_dir(self.workdir, AGENT_UID)
+
+    def _hold(self) -> None:
+        """Start the process that holds the episode's mount namespace with the overlay mounted
+        (it exits when its stdin closes: at `close`, `restore` or when this process dies)."""
+        lowers = ":".join(str(p) for p in (*self.layers, self.rootfs))
+        holder = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", _HOLD,
+             "sh", lowers, str(self.upper), str(self._layer / "work"),
+             str(self._layer / "merged")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert holder.stdout is not None and holder.stderr is not None
+        if holder.stdout.readline().strip() != b"ready":
+            message = holder.stderr.read().decode(errors="replace").strip()
+            holder.wait()
+            raise SandboxError(f"cannot mount the episode layer: {message}")
+        self._holder.append(holder)
+
+    def _release(self) -> None:
+        while self._holder:
+            _stop(self._holder.pop())
+
+    def _make_dir(self, inside: str, uid: int) -> None:
+        """Create `inside` (and missing parents) in the upper layer, owned by `uid`."""
+        parts = Path(inside.lstrip("/")).parts
+        for i in range(1, len(parts) + 1):
+            rel = Path(*parts[:i])
+            if (self.upper / rel).exists():
+                continue
+            lower = next((base / rel for base in (*self.layers, self.rootfs)
+                          if (base / rel).is_dir()), None)
+            mode = (lower.stat().st_mode & 0o7777) if lower is not None else 0o755
+            owner = (lower.stat().st_uid, lower.stat().st_gid) if lower is not None else (0, 0)
+            (self.upper / rel).mkdir(mode=mode)
+            os.chmod(self.upper / rel, mode)
+            os.chown(self.upper / rel, *owner)
+            if lower is not None:  # same times as below: observations do not show the clock
+                os.utime(self.upper / rel, ns=(lower.stat().st_atime_ns, lower.stat().st_mtime_ns))
+        os.chown(self.upper / Path(*parts), uid, uid)
+
+    # ---- commands ---------------------------------------------------------------------------
+    def _bwrap(self, command: str, cwd: str, env: Mapping[str, str], user: str,
+               info_fd: int) -> list[str]:
+        args = ["bwrap", "--info-fd", str(info_fd), "--bind", str(self._layer / "merged"), "/", "--dev", "/dev",
+                "--proc", "/proc", *_NAMESPACES, "--hostname", "sandbox", "--new-session",
+                "--die-with-parent", "--clearenv", "--chdir", cwd]
+        for bind in self.binds:
+            args += ["--bind" if bind.writable else "--ro-bind", str(bind.host), bind.target]
+        home = "/root" if user == "root" else AGENT_HOME
+        merged_env = {"PATH": DEFAULT_PATH, "HOME": home, "USER": user, "LOGNAME": user,
+                      "LANG": "C.UTF-8", "TERM": "dumb", "SHELL": "/bin/bash",
+                      **self.env, **env}
+        for key, value in merged_env.items():
+            args += ["--setenv", key, value]
+        lim = self.limits
+        script = (f"ulimit -HS -t {lim.cpu_s} -v {lim.memory_bytes >> 10} "
+                  f"-f {lim.file_size_bytes >> 10} -n {lim.open_files} -u {lim.processes}\n"
+                  + command)
+        if user == "root":
+            kept = ",".join("+" + cap[4:].lower() for cap in ROOT_CAPABILITIES)
+            args += ["--cap-drop", "ALL", *itertools.chain.from_iterable(
+                ("--cap-add", cap) for cap in (*ROOT_CAPABILITIES, "CAP_SETPCAP")), "--",
+                "setpriv", f"--inh-caps=-all,{kept}", f"--ambient-caps=-all,{kept}",
+                f"--bounding-set=-all,{kept}", "--", "/bin/bash", "-c", script]
+        elif user == "agent":
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
+                     "setpriv", f"--reuid={AGENT_UID}", f"--regid={AGENT_UID}",
+                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+                     "--", "/bin/bash", "-c", script]
+        else:
+            raise SandboxError(f"unknown sandbox user {user!r}; expected 'agent' or 'root'")
+        return args
+
+    def _launch(self, command: str, cwd: str, env: Mapping[str, str], user: str,
+                info_fd: int) -> list[str]:
+        if not self._holder or self._holder[0].poll() is not None:
+            raise SandboxError("the episode layer is not mounted (its holder process exited)")
+        return ["nsenter", f"--target={self._holder[0].pid}", "--mount", "--",
+                *self._bwrap(command, cwd, env, user, info_fd)]
+
+    def run(self, command: str, *, timeout_s: float | None = None, cwd: str | None = None,
+            env: Mapping[str, str] | None = None, stdin: str | bytes | None = None,
+            user: str = "agent") -> CommandResult:
+        """Run `command` with ``bash -c`` inside the sandbox and wait for it (see `Limits`)."""
+        raw, result = self._run_raw(command, timeout_s=timeout_s, cwd=cwd, env=env,
+                                    stdin=stdin, user=user, keep=self.limits.output_bytes)
+        return result
+
+    def _run_raw(self, command: str, *, timeout_s: float | None, cwd: str | None,
+                 env: Mapping[str, str] | None, stdin: str | bytes | None, user: str,
+                 keep: int) -> tuple[_Output, CommandResult]:
+        self._check_open()
+        wall = self.limits.wall_s if timeout_s is None else timeout_s
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        info_read, info_write = os.pipe()
+        started = time.perf_counter()
+        try:
+            argv = self._launch(command, cwd or self.workdir, env or {}, user, info_write)
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else
+                                    subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    pass_fds=(info_write,))
+        finally:
+            os.close(info_write)
+        with os.fdopen(info_read, "rb") as info:
+            init_pid = _init_pid(info.read())
+        if data is not None:
+            _feed(proc, data)
+        output = _Output(keep)
+        timed_out = _pump(proc, output, started + wall)
+        _await_namespace_end(init_pid)
+        code = None if timed_out else proc.returncode
+        text, truncated = output.text()
+        return output, CommandResult(code, text, timed_out, truncated,
+                                     time.perf_counter() - started)
+
+    # ---- files ------------------------------------------------------------------------------
+    def write_file(self, path: str, data: bytes | str, *, mode: int = 0o644,
+                   owner: str = "root") -> None:
+        """Write `data` to `path` inside the sandbox (parents created), owned by `owner`."""
+        payload = data.encode() if isinstance(data, str) else data
+        quoted = _quote(path)
+        chown = f" && chown {AGENT_UID}:{AGENT_UID} {quoted}" if owner == "agent" else ""
+        script = (f'mkdir -p "$(dirname {quoted})" && cat > {quoted} && '
+                  f"chmod {mode:o} {quoted}{chown}")
+        self._checked(script, stdin=payload, what=f"write {path}")
+
+    def read_file(self, path: str) -> bytes:
+        """The bytes of `path` inside the sandbox (read as root, no truncation)."""
+        size = self.limits.file_size_bytes
+        raw, result = self._run_raw(f"cat {_quote(path)}", timeout_s=60, cwd="/", env=None,
+                                    stdin=None, user="root", keep=2 * size)
+        if result.exit_code != 0:
+            raise SandboxError(f"cannot read {path} in the sandbox: {result.output.strip()}")
+        return bytes(raw.head) + bytes(raw.tail)
+
+    def copy_in(self, host_path: Path, path: str, *, owner: str = "root") -> None:
+        """Copy a host file or directory tree to `path` inside the sandbox."""
+        host_path = Path(host_path)
+        if not host_path.exists():
+            raise SandboxError(f"copy_in: {host_path} does not exist")
+        if host_path.is_file():
+            self.write_file(path, host_path.read_bytes(), mode=host_path.stat().st_mode & 0o777,
+                            owner=owner)
+            return
+        archive = subprocess.run(["tar", "-C", str(host_path), "--numeric-owner", "-cf", "-",
+                                  "."], capture_output=True, check=True).stdout
+        chown = (f" && chown -R {AGENT_UID}:{AGENT_UID} {_quote(path)}" if owner == "agent"
+                 else f" && chown -R 0:0 {_quote(path)}")
+        self._checked(f"mkdir -p {_quote(path)} && tar -C {_quote(path)} -xf - --no-same-owner"
+                      f"{chown}", stdin=archive, what=f"copy {host_path} to {path}")
+
+    def _checked(self, script: str, *, stdin: bytes, what: str) -> None:
+        result = self.run(script, timeout_s=120, cwd="/", stdin=stdin, user="root")
+        if result.exit_code != 0:
+            raise SandboxError(f"cannot {what} in the sandbox: {result.output.strip()[-500:]}")
+
+    # ---- state ------------------------------------------------------------------------------
+    def snapshot(self) -> SandboxSnapshot:
+        """A copy of the writable layer; `restore` brings it back exactly."""
+        self._check_open()
+        self._snapshots += 1
+        target = self._root / f"snapshot-{self._snapshots}"
+        subprocess.run(["cp", "-a", "--reflink=auto", str(self.upper), str(target)],
+                       check=True, capture_output=True)
+        return SandboxSnapshot(target, self.id)
+
+    def restore(self, snapshot: SandboxSnapshot) -> None:
+        """Replace the writable layer by `snapshot` (taken from this sandbox)."""
+        self._check_open()
+        if snapshot.sandbox_id != self.id or not snapshot.path.is_dir():
+            raise SandboxError("restore: the snapshot is not from this open sandbox")
+        self._release()
+        for name in ("upper", "work"):
+            shutil.rmtree(self._layer / name)
+        subprocess.run(["cp", "-a", "--reflink=auto", str(snapshot.path), str(self.upper)],
+                       check=True, capture_output=True)
+        (self._layer / "work").mkdir()
+        self._hold()
+
+    def export_layer(self, target: Path) -> None:
+        """Copy the writable layer to `target` (a new directory), e.g. to use it as a
+        read-only `layers` entry of later sandboxes."""
+        subprocess.run(["cp", "-a", str(self.upper), str(target)], check=True,
+                       capture_output=True)
+
+    def layer_bytes(self) -> int:
+        """Bytes used on the episode's tmpfs."""
+        usage = shutil.disk_usage(self._layer)
+        return usage.used
+
+    def _check_open(self) -> None:
+        if not self._finalizer.alive:
+            raise SandboxError("the sandbox is closed")
+
+    def close(self) -> None:
+        """Unmount and remove the writable layer and every snapshot."""
+        self._finalizer()
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _stop(holder: subprocess.Popen) -> None:
+    for stream in (holder.stdin, holder.stdout, holder.stderr):
+        if stream is not None:
+            stream.close()
+    try:
+        holder.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        holder.kill()
+        holder.wait()
+
+
+def _cleanup(root: Path, layer: Path, holders: list[subprocess.Popen]) -> None:
+    while holders:
+        _stop(holders.pop())
+    subprocess.run(["umount", "-l", str(layer)], capture_output=True)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def _feed(proc: subprocess.Popen, data: bytes) -> None:
+    """Write stdin from a thread so a full pipe can never block the output loop."""
+    import threading
+
+    def write() -> None:
+        try:
+            proc.stdin.write(data)
+            proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    threading.Thread(target=write, daemon=True).start()
+
+
+def _pump(proc: subprocess.Popen, output: _Output, deadline: float) -> bool:
+    """Read `proc`'s output until EOF or `deadline`; on the deadline kill its process group.
+    Returns whether it timed out."""
+    timed_out = False
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0 and not timed_out:
+                timed_out = True
+                _kill(proc)
+                deadline = time.perf_counter() + _DRAIN_S
+                continue
+            if left <= 0:
+                break  # output still open after the kill: stop reading
+            if not selector.select(timeout=min(left, 1.0)):
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            output.add(chunk)
+    proc.stdout.close()
+    try:
+        proc.wait(timeout=_DRAIN_S)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        proc.wait()
+    return timed_out
+
+
+def _init_pid(info: bytes) -> int | None:
+    """The host pid of the sandbox's pid-1 from bwrap's ``--info-fd`` JSON (None if absent)."""
+    try:
+        return int(json.loads(info or b"{}")["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _await_namespace_end(init_pid: int | None, limit_s: float = 10.0) -> None:
+    """Wait until the sandbox's pid-1 is gone or a zombie: the kernel makes a namespace's init
+    reap every other process of the namespace before it exits, so then nothing is left."""
+    if init_pid is None:
+        return
+    deadline = time.perf_counter() + limit_s
+    while time.perf_counter() < deadline:
+        try:
+            state = Path(f"/proc/{init_pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.005)
+    logger.warning("sandbox processes still exiting after %.0f s (pid %d)", limit_s, init_pid)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """SIGKILL the launcher's process group; bwrap's --die-with-parent and the pid namespace
+    take every process of the command with it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

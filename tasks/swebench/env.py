@@ -1,0 +1,214 @@
+"""The agent's side of a SWE-bench episode: tools in the SWE-agent/OpenHands style.
+
+An action is one JSON object naming a tool (a bare ``submit`` is accepted too):
+
+- ``{"tool": "bash", "command": "pytest -x tests/test_a.py"}``: a shell command in
+  ``/testbed`` (as the unprivileged agent, no network, a per-command time limit);
+- ``{"tool": "view", "path": "pkg/mod.py", "start": 10, "end": 40}``: numbered lines of a
+  file (the whole file without a range; a folder lists two levels);
+- ``{"tool": "str_replace", "path": "pkg/mod.py", "old": "...", "new": "..."}``: replace the
+  one occurrence of ``old`` (zero or several occurrences change nothing and say so);
+- ``{"tool": "create", "path": "pkg/new.py", "content": "..."}``: write a file;
+- ``{"tool": "submit"}``: end the episode; ``"patch"`` (a unified diff applied first) is
+  optional, and any tool call may carry ``"submit": true`` to submit right after it.
+
+The prediction is the ``git diff`` of the work tree against ``base_commit`` (new files
+included), graded by the backend in a fresh sandbox; reward 1 iff resolved. Observations are
+cut to `observation_chars` (head and tail kept, the cut stated); the episode is truncated at
+`max_steps`, and a truncated episode is graded on its work tree as it stands (SWE-agent's
+auto-submission). `snapshot()`/`restore()` copy the sandbox's writable layer.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from tasks.base import StepResult
+from tasks.swebench.data import Instance
+
+__all__ = ["SweEnv", "TOOLS_HELP", "truncate"]
+
+TOOLS_HELP = (
+    "You are fixing an issue in the repository at /testbed (the current directory). Act with "
+    "exactly one JSON object per turn: {\"tool\": \"bash\", \"command\": CMD} runs a shell "
+    "command (no network); {\"tool\": \"view\", \"path\": P, \"start\": N, \"end\": M} shows "
+    "numbered lines; {\"tool\": \"str_replace\", \"path\": P, \"old\": OLD, \"new\": NEW} "
+    "replaces the single occurrence of OLD; {\"tool\": \"create\", \"path\": P, \"content\": "
+    "TEXT} writes a file; {\"tool\": \"submit\"} ends the episode. Your changes to the "
+    "repository (git diff) are the answer; hidden tests decide whether the issue is resolved.")
+
+
+def truncate(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters: head and tail kept, the cut stated."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return (text[:half] + f"\n[... {len(text) - 2 * half} characters omitted ...]\n"
+            + text[-half:])
+
+
+class _Invalid(Exception):
+    """An action that could not be applied (the state did not change)."""
+
+
+class SweEnv:
+    """One SWE-bench instance as an `Env` (module docstring). `backend` is a
+    `tasks.swebench.local.LocalBackend`."""
+
+    free_form_actions = True
+
+    def __init__(self, instance: Instance, backend: Any, *, max_steps: int = 50,
+                 observation_chars: int = 10_000, command_timeout_s: float = 60.0):
+        self.instance, self.backend = instance, backend
+        self.max_steps, self.observation_chars = max_steps, observation_chars
+        self.command_timeout_s = command_timeout_s
+        self._sandbox: Any = None
+        self._steps = 0
+        self._done = False
+
+    # ---- Env -----------------------------------------------------------------------------
+    def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
+        self.close()
+        self._sandbox = self.backend.open_sandbox(self.instance)
+        self._steps, self._done = 0, False
+        observation = (f"{TOOLS_HELP}\n\n<issue>\n{self.instance.problem_statement.strip()}\n"
+                       "</issue>")
+        return observation, self._info()
+
+    def step(self, action: str) -> StepResult:
+        if self._sandbox is None or self._done:
+            return StepResult("the episode is over; reset to play again", 0.0, self._done,
+                              not self._done, self._info(invalid=True))
+        self._steps += 1
+        truncated = self._steps >= self.max_steps
+        try:
+            call = self._parse(action)
+            observation = self._apply(call)
+            submit = call["tool"] == "submit" or call.get("submit") is True
+        except _Invalid as exc:
+            if not truncated:
+                return StepResult(f"invalid action: {exc}", 0.0, False, False,
+                                  self._info(invalid=True))
+            observation, submit = f"invalid action: {exc}", False
+        if submit or truncated:
+            return self._finish(observation, terminated=submit, truncated=not submit)
+        return StepResult(truncate(observation, self.observation_chars), 0.0, False, False,
+                          self._info())
+
+    # ---- capabilities --------------------------------------------------------------------
+    def oracle_action(self) -> str:
+        """Submit the gold patch."""
+        return json.dumps({"tool": "submit", "patch": self.instance.patch})
+
+    def snapshot(self) -> Any:
+        return (self._sandbox.snapshot(), self._steps, self._done)
+
+    def restore(self, snapshot: Any) -> None:
+        state, self._steps, self._done = snapshot
+        self._sandbox.restore(state)
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+    # ---- tools ---------------------------------------------------------------------------
+    def _info(self, *, invalid: bool = False, **extra: Any) -> dict[str, Any]:
+        return {"won": False, "score": 0.0, "invalid": invalid, "step": self._steps, **extra}
+
+    @staticmethod
+    def _parse(action: str) -> dict[str, Any]:
+        text = action.strip()
+        if text == "submit":
+            return {"tool": "submit"}
+        try:
+            call = json.loads(text)
+        except json.JSONDecodeError:
+            raise _Invalid("expected one JSON object such as {\"tool\": \"bash\", "
+                           "\"command\": \"ls\"}") from None
+        if not isinstance(call, dict) or call.get("tool") not in (
+                "bash", "view", "str_replace", "create", "submit"):
+            raise _Invalid("the object needs \"tool\": bash, view, str_replace, create or "
+                           "submit")
+        return call
+
+    def _field(self, call: dict[str, Any], name: str) -> str:
+        value = call.get(name)
+        if not isinstance(value, str):
+            raise _Invalid(f"{call['tool']} needs a string \"{name}\"")
+        return value
+
+    def _run(self, command: str) -> str:
+        result = self._sandbox.run(command, cwd="/testbed", timeout_s=self.command_timeout_s)
+        status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
+        return f"{result.output}\n[{status}]"
+
+    def _path(self, call: dict[str, Any]) -> str:
+        path = self._field(call, "path")
+        return path if path.startswith("/") else f"/testbed/{path}"
+
+    def _apply(self, call: dict[str, Any]) -> str:
+        tool = call["tool"]
+        if tool == "bash":
+            return self._run(self._field(call, "command"))
+        if tool == "view":
+            return self._view(call)
+        if tool == "str_replace":
+            return self._replace(call)
+        if tool == "create":
+            self._sandbox.write_file(self._path(call), self._field(call, "content"),
+                                     owner="agent")
+            return f"wrote {call['path']}"
+        outputs = []
+        if isinstance(call.get("command"), str):
+            outputs.append(self._run(call["command"]))
+        if isinstance(call.get("patch"), str) and call["patch"].strip():
+            self._sandbox.write_file("/tmp/submitted.diff", call["patch"], owner="agent")
+            outputs.append(self._run("git apply --verbose /tmp/submitted.diff"))
+        return "\n".join(outputs) or "submitted"
+
+    def _view(self, call: dict[str, Any]) -> str:
+        path = shlex.quote(self._path(call))
+        start, end = call.get("start", 1), call.get("end")
+        if not isinstance(start, int) or (end is not None and not isinstance(end, int)):
+            raise _Invalid("view: start and end must be integers")
+        last = f"{end}" if end is not None else "$"
+        return self._run(f"if [ -d {path} ]; then find {path} -maxdepth 2 -not -path '*/.git*' "
+                         f"| sort; else cat -n {path} | sed -n '{max(start, 1)},{last}p'; fi")
+
+    def _replace(self, call: dict[str, Any]) -> str:
+        path, old, new = self._path(call), self._field(call, "old"), self._field(call, "new")
+        try:
+            text = self._sandbox.read_file(path).decode()
+        except Exception as exc:  # noqa: BLE001 - SandboxError or a decoding error
+            raise _Invalid(f"str_replace: cannot read {call['path']}: {exc}") from None
+        count = text.count(old) if old else 0
+        if count != 1:
+            raise _Invalid(f"str_replace: `old` occurs {count} times in {call['path']}; it "
+                           "must occur exactly once")
+        self._sandbox.write_file(path, text.replace(old, new), owner="agent")
+        return f"replaced 1 occurrence in {call['path']}"
+
+    # ---- the end --------------------------------------------------------------------------
+    def diff(self) -> str:
+        """The work tree's changes against ``base_commit`` (new files included)."""
+        result = self._sandbox.run(
+            f"git add -A >/dev/null 2>&1; git -c core.fileMode=false diff --cached "
+            f"{self.instance.base_commit} > /tmp/final.diff", cwd="/testbed", timeout_s=120)
+        if result.exit_code != 0:
+            return ""
+        return self._sandbox.read_file("/tmp/final.diff").decode(errors="replace")
+
+    def _finish(self, observation: str, *, terminated: bool, truncated: bool) -> StepResult:
+        patch = self.diff()
+        result = self.backend.evaluate(self.instance, patch)
+        self._done = True
+        verdict = result.verdict
+        info = self._info(won=verdict.resolved, score=float(verdict.resolved),
+                          status=verdict.status, patch=patch, dropped=list(result.dropped),
+                          failed_tests=verdict.failed_tests()[:20])
+        text = truncate(observation, self.observation_chars)
+        return StepResult(f"{text}\nsubmitted; {verdict.status}", float(verdict.resolved),
+                          terminated, truncated, info)

@@ -1,0 +1,310 @@
+"""Environments per (repository, version), built once from the official spec and cached.
+
+The spec is ``swebench.harness.constants.MAP_REPO_VERSION_TO_SPECS[repo][version]``: the
+Python version, ``packages`` (conda packages, ``requirements.txt`` or ``environment.yml``),
+``pip_packages``, ``pre_install`` and ``install``. The official images install them with conda;
+here a virtual environment of the same Python version (a pyenv interpreter, or ``uv python
+find``) gets the same packages from PyPI:
+
+1. On the host, the spec's Python builds wheels of the requested packages into a wheelhouse
+   shared per Python version (``pip wheel``; only the package registry is contacted).
+2. In a sandbox with no network, the venv is created at ``/opt/swe/venv``, the wheels are
+   installed from the wheelhouse (``--no-index``), the repository at
+   ``environment_setup_commit`` is copied to ``/testbed`` and the spec's ``install`` command
+   runs offline; a requirement the wheelhouse lacks (the repository's own dependencies, its
+   build backend) is named by pip, fetched into the wheelhouse on the host, and the install
+   retried.
+3. The sandbox's writable layer becomes the environment layer (``layer/``) that every episode
+   of that (repository, version) stacks read-only over the rootfs; conda's activation is a
+   shim (``/opt/miniconda3/bin/activate``) so the official eval script runs unchanged.
+
+Conda-only steps (``environment.yml`` packages, ``pre_install`` apt commands) are not
+reproduced; instances that need them show up in ``harness swebench validate``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.core import HarnessError
+from tasks.swebench.data import Instance
+from tasks.swebench.repos import cache_root, checkout, read_at
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["EnvSpec", "BuiltEnv", "EnvBuildError", "env_spec", "find_python",
+           "build_environment", "ACTIVATE_SHIM", "VENV", "WHEELS"]
+
+VENV = "/opt/swe/venv"
+WHEELS = "/opt/swe/wheels"
+ACTIVATE_SHIM = f"""# conda's activation for environments built by agent-rl-harness (a venv, not conda)
+if [ -d {VENV}/bin ]; then export PATH={VENV}/bin:$PATH; export VIRTUAL_ENV={VENV}; fi
+export PIP_NO_INDEX=1 PIP_FIND_LINKS={WHEELS} PIP_DISABLE_PIP_VERSION_CHECK=1
+if [ -f /opt/swe/constraints.txt ]; then export PIP_CONSTRAINT=/opt/swe/constraints.txt; fi
+conda() {{ :; }}
+"""
+MAX_FETCH_ROUNDS = 25
+
+
+class EnvBuildError(HarnessError):
+    """An environment that could not be built (the message says which step failed)."""
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What an environment is built from (the official spec's fields, plus where)."""
+
+    repo: str
+    version: str
+    python: str
+    packages: str = ""
+    pip_packages: tuple[str, ...] = ()
+    pre_install: tuple[str, ...] = ()
+    install: str = ""
+    test_cmd: str = ""
+    eval_commands: tuple[str, ...] = ()
+    setup_commit: str = ""
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+
+    @property
+    def key(self) -> str:
+        return f"{self.repo.replace('/', '__')}-{self.version}-{self.digest()}"
+
+
+def env_spec(instance: Instance) -> EnvSpec:
+    """The official spec of `instance`'s (repository, version)."""
+    try:
+        from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
+    except ImportError as exc:
+        from harness.core import MissingDependencyError
+
+        raise MissingDependencyError("swebench", "swebench", "SWE-bench environments") from exc
+    specs = MAP_REPO_VERSION_TO_SPECS.get(instance.repo, {}).get(instance.version)
+    if specs is None:
+        raise EnvBuildError(f"swebench has no spec for {instance.repo} {instance.version}")
+    test_cmd = specs.get("test_cmd", "")
+    as_tuple = lambda v: tuple(v) if isinstance(v, (list, tuple)) else ((v,) if v else ())  # noqa
+    return EnvSpec(instance.repo, instance.version, str(specs["python"]),
+                   str(specs.get("packages", "")), as_tuple(specs.get("pip_packages")),
+                   as_tuple(specs.get("pre_install")), str(specs.get("install", "")),
+                   test_cmd[-1] if isinstance(test_cmd, list) else str(test_cmd),
+                   as_tuple(specs.get("eval_commands")),
+                   instance.environment_setup_commit or instance.base_commit)
+
+
+def find_python(version: str) -> Path:
+    """The install prefix of a Python `version` (``3.9``): ``$PYENV_ROOT/versions/3.9.*``
+    (newest patch release), else ``uv python find``."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted((p for p in pyenv.glob(f"{version}.*") if re.fullmatch(
+        rf"{re.escape(version)}\.\d+", p.name)), key=lambda p: int(p.name.split(".")[-1]))
+    if found:
+        return found[-1]
+    if shutil.which("uv"):
+        done = subprocess.run(["uv", "python", "find", version], capture_output=True, text=True)
+        if done.returncode == 0:
+            return Path(done.stdout.strip()).resolve().parents[1]
+    raise EnvBuildError(f"no Python {version} here (pyenv install {version}, or uv python "
+                        f"install {version})")
+
+
+@dataclass(frozen=True)
+class BuiltEnv:
+    """A built environment: `layer` stacks over the rootfs; `python` is bound read-only at
+    its own path; `wheels` at `WHEELS`. `build_s` is the build's wall time (0 when cached)."""
+
+    spec: EnvSpec
+    layer: Path
+    python: Path
+    wheels: Path
+    build_s: float
+    cached: bool
+    notes: tuple[str, ...] = ()
+
+    def binds(self) -> list[Any]:
+        from tasks.sandbox import Bind
+
+        return [Bind(self.python, str(self.python)), Bind(self.wheels, WHEELS)]
+
+
+def _requirements(spec: EnvSpec) -> tuple[list[str], list[str]]:
+    """Requirement lines of the spec's ``packages`` and ``pip_packages``; and notes."""
+    notes: list[str] = []
+    lines: list[str] = []
+    if spec.packages == "requirements.txt":
+        from swebench.harness.test_spec.python import clean_requirements
+
+        pending, seen = ["requirements.txt"], set()
+        while pending:
+            path = pending.pop()
+            seen.add(path)
+            text = read_at(spec.repo, spec.setup_commit, path) or ""
+            for line in clean_requirements(text).splitlines():
+                line = line.split("#")[0].strip()
+                if line.startswith("-r"):
+                    include = str(Path(path).parent / line[2:].strip())
+                    if include not in seen:
+                        pending.append(include)
+                elif line and not line.startswith("-e") and not line.startswith("."):
+                    lines.append(line)
+    elif spec.packages == "environment.yml":
+        notes.append("environment.yml (conda) packages not installed")
+    elif spec.packages:
+        lines += spec.packages.split()
+    lines += list(spec.pip_packages)
+    return lines, notes
+
+
+def _pins(python: Path, requirements: Sequence[str], before: str) -> list[str]:
+    """`requirements` resolved for `python` by ``uv pip compile`` with only releases uploaded
+    before `before` (the environment's era; without uv, or when the spec pins something newer,
+    the newest releases): ``name==version`` lines."""
+    uv = shutil.which("uv")
+    if uv is None:
+        return list(requirements)
+    for bound in ([["--exclude-newer", before]] if before else []) + [[]]:
+        argv = [uv, "pip", "compile", "--quiet", "--no-header", "--no-annotate",
+                "--python", str(python / "bin" / "python"), *bound[:2], "-"]
+        done = subprocess.run(argv, input="\n".join(requirements), capture_output=True,
+                              text=True, timeout=900)
+        if done.returncode == 0:
+            return [line.strip() for line in done.stdout.splitlines()
+                    if line.strip() and not line.startswith("#")]
+    raise EnvBuildError(f"cannot resolve {' '.join(requirements)[:200]}: "
+                        f"{done.stderr.strip()[-300:]}")
+
+
+def _host_wheels(python: Path, wheels: Path, requirements: Sequence[str],
+                 before: str = "") -> list[str]:
+    """Wheels of `requirements` (resolved as `_pins` says) in `wheels`, built by the spec's
+    Python with ``pip wheel`` (only the package registry is contacted); returns the pins."""
+    if not requirements:
+        return []
+    pins = _pins(python, requirements, before)
+    argv = [str(python / "bin" / "python"), "-m", "pip", "wheel", "-q", "--no-deps", "--use-pep517",
+            "--disable-pip-version-check", "-w", str(wheels), *pins]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise EnvBuildError(f"pip wheel {' '.join(pins)[:200]} failed: "
+                            f"{done.stderr.strip()[-400:]}")
+    return pins
+
+
+_MISSING = re.compile(r"(?:satisfies the requirement|No matching distribution found for) "
+                      r"([^\s(]+)")
+
+
+def _install_offline(sandbox: Any, command: str, spec: EnvSpec, python: Path, wheels: Path,
+                     timeout_s: float, before: str, pins: list[str]) -> str:
+    """Run `command` in the sandbox offline, fetching each requirement pip names as missing
+    into the wheelhouse (on the host) and retrying; returns the last output."""
+    for _ in range(MAX_FETCH_ROUNDS):
+        result = sandbox.run(f"source /opt/miniconda3/bin/activate && cd /testbed && {command}",
+                             user="root", timeout_s=timeout_s)
+        if result.exit_code == 0:
+            return result.output
+        missing = _MISSING.findall(result.output)
+        if not missing:
+            raise EnvBuildError(f"{spec.repo} {spec.version}: `{command}` failed: "
+                                f"{result.output.strip()[-600:]}")
+        known = {_name(p) for p in pins}
+        new = [p for p in _host_wheels(python, wheels, [missing[-1].strip("'\"")], before)
+               if _name(p) not in known]
+        pins += new
+        sandbox.write_file("/opt/swe/constraints.txt", "\n".join(pins) + "\n")
+    raise EnvBuildError(f"{spec.repo} {spec.version}: `{command}` still misses packages "
+                        f"after {MAX_FETCH_ROUNDS} rounds")
+
+
+def _name(pin: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", pin, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _era(spec: EnvSpec, mirrors: str | None) -> str:
+    """The commit date of the environment's setup commit (ISO), or "" when unknown."""
+    from tasks.swebench.repos import mirror_path
+
+    done = subprocess.run(["git", f"--git-dir={mirror_path(spec.repo, mirrors)}", "show", "-s",
+                           "--format=%cI", spec.setup_commit], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def _venv_steps(spec: EnvSpec, python: Path) -> list[str]:
+    version = python.name
+    return [f"chmod 755 /root && mkdir -p {python.parent} && chmod 755 /root/.pyenv "
+            f"{python.parent} 2>/dev/null; true",
+            f"{python}/bin/python{'.'.join(version.split('.')[:2])} -m venv {VENV}",
+            "mkdir -p /opt/miniconda3/bin"]
+
+
+def build_environment(instance: Instance, *, rootfs: Path, mirrors: str | None = None,
+                      progress: Callable[[str], None] | None = None,
+                      timeout_s: float = 1800) -> BuiltEnv:
+    """The environment of `instance`'s (repository, version), built on the first call."""
+    from tasks.sandbox import Limits, Sandbox
+
+    spec = env_spec(instance)
+    home = cache_root() / "envs" / spec.key
+    python = find_python(spec.python)
+    wheels = home / "wheels"
+    if (home / "env.json").exists():
+        notes = tuple(json.loads((home / "env.json").read_text()).get("notes", ()))
+        return BuiltEnv(spec, home / "layer", python, wheels, 0.0, True, notes)
+    say = progress or (lambda line: None)
+    started = time.perf_counter()
+    wheels.mkdir(parents=True, exist_ok=True)
+    requirements, notes = _requirements(spec)
+    if spec.pre_install:
+        notes.append("pre_install steps (apt/conda) not run")
+    say(f"{spec.repo} {spec.version}: wheels for {len(requirements)} requirements")
+    before = _era(spec, mirrors)
+    pins = _host_wheels(python, wheels, ["pip", "setuptools", "wheel", *requirements], before)
+    source = checkout(spec.repo, spec.setup_commit, mirrors)
+    limits = Limits(wall_s=timeout_s, cpu_s=int(timeout_s), disk_bytes=8 << 30,
+                    processes=2048, output_bytes=1 << 20)
+    from tasks.sandbox import Bind
+
+    with Sandbox(rootfs, limits=limits, workdir="/testbed",
+                 binds=[Bind(python, str(python)), Bind(wheels, WHEELS)]) as sandbox:
+        for step in _venv_steps(spec, python):
+            result = sandbox.run(step, user="root")
+            if result.exit_code != 0:
+                raise EnvBuildError(f"{spec.key}: `{step}` failed: {result.output[-400:]}")
+        sandbox.write_file("/opt/miniconda3/bin/activate", ACTIVATE_SHIM)
+        sandbox.write_file("/opt/swe/constraints.txt", "\n".join(pins) + "\n")
+        sandbox.copy_in(source, "/testbed")
+        say(f"{spec.repo} {spec.version}: installing into the venv (offline)")
+        quoted = " ".join(_shell_quote(p) for p in pins)
+        _install_offline(sandbox, f"python -m pip install -q {quoted}", spec, python, wheels,
+                         timeout_s, before, pins)
+        if spec.install:
+            _install_offline(sandbox, spec.install, spec, python, wheels, timeout_s, before,
+                             pins)
+        staging = home / ".layer.tmp"
+        if staging.exists():
+            shutil.rmtree(staging)
+        home.mkdir(parents=True, exist_ok=True)
+        sandbox.export_layer(staging)
+    staging.rename(home / "layer")
+    build_s = time.perf_counter() - started
+    (home / "env.json").write_text(json.dumps({"spec": asdict(spec), "python": str(python),
+                                               "build_s": build_s, "notes": notes}, indent=1))
+    say(f"{spec.repo} {spec.version}: built in {build_s:.0f}s")
+    return BuiltEnv(spec, home / "layer", python, wheels, build_s, False, tuple(notes))
+
+
+def _shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"

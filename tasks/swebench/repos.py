@@ -1,0 +1,128 @@
+"""Repositories at a commit, from a mirror directory (``$SWEBENCH_REPOS``) or cloned online.
+
+A mirror directory holds one git repository per upstream repository, named
+``owner__name``, ``owner+name`` or ``owner/name`` (bare or not; a ``repo`` sub-folder is looked
+into too, the layout of ``git clone --mirror`` copies made by other tools). Nothing of the
+repositories' code ever enters this project: checkouts go to the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from harness.core import HarnessError
+
+__all__ = ["RepoError", "REPOS_ENV", "mirror_path", "checkout", "cache_root", "read_at"]
+
+REPOS_ENV = "SWEBENCH_REPOS"
+CACHE_ENV = "HARNESS_SWEBENCH_CACHE"
+
+
+class RepoError(HarnessError):
+    """A repository or commit that cannot be found."""
+
+
+def cache_root() -> Path:
+    """``$HARNESS_SWEBENCH_CACHE``, else ``~/.cache/agent-rl-harness/swebench``."""
+    configured = os.environ.get(CACHE_ENV)
+    return Path(configured).expanduser() if configured else \
+        Path.home() / ".cache" / "agent-rl-harness" / "swebench"
+
+
+def _git(*args: str, cwd: Path | None = None, git_dir: Path | None = None) -> str:
+    argv = ["git"] + ([f"--git-dir={git_dir}"] if git_dir else []) + list(args)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RepoError(f"git {' '.join(args[:3])} failed: {done.stderr.strip()[-300:]}")
+    return done.stdout
+
+
+def _git_dir(path: Path) -> Path | None:
+    for candidate in (path, path / "repo"):
+        if (candidate / ".git").exists():
+            return candidate / ".git"
+        if (candidate / "HEAD").exists() and (candidate / "objects").exists():
+            return candidate
+    return None
+
+
+def mirror_path(repo: str, mirrors: str | os.PathLike | None = None) -> Path:
+    """The git dir of `repo` (``owner/name``) in the mirror directory."""
+    root = mirrors or os.environ.get(REPOS_ENV)
+    owner, _, name = repo.partition("/")
+    if root:
+        for folder in (f"{owner}__{name}", f"{owner}+{name}", f"{owner}/{name}", name):
+            found = _git_dir(Path(root) / folder)
+            if found is not None:
+                return found
+    cloned = cache_root() / "mirrors" / f"{owner}__{name}"
+    if _git_dir(cloned) is not None:
+        return _git_dir(cloned)  # type: ignore[return-value]
+    if os.environ.get("HARNESS_OFFLINE") or not shutil.which("git"):
+        raise RepoError(f"no mirror of {repo} under ${REPOS_ENV} ({root or 'unset'})")
+    try:  # online: one bare clone, reused
+        _git("clone", "--bare", "--quiet", f"https://github.com/{repo}.git", str(cloned))
+    except RepoError as exc:
+        raise RepoError(f"no mirror of {repo} under ${REPOS_ENV} ({root or 'unset'}) and "
+                        f"cloning failed: {exc}") from None
+    return cloned
+
+
+def read_at(repo: str, commit: str, path: str, mirrors: str | None = None) -> str | None:
+    """The text of `path` at `commit`, or None when it does not exist there."""
+    try:
+        return _git("show", f"{commit}:{path}", git_dir=mirror_path(repo, mirrors))
+    except RepoError:
+        return None
+
+
+def checkout(repo: str, commit: str, mirrors: str | None = None) -> Path:
+    """A cached work tree of `repo` at `commit`: a one-commit git repository whose HEAD is
+    `commit` (same hash, so the official ``git diff <base_commit>`` and ``git checkout
+    <base_commit> <files>`` work), built once."""
+    owner, _, name = repo.partition("/")
+    target = cache_root() / "checkouts" / f"{owner}__{name}" / commit
+    if (target / ".git" / "HEAD").exists():
+        return target
+    source = mirror_path(repo, mirrors)
+    staging = target.with_name(f".{commit}.tmp")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    _git("init", "--quiet", cwd=staging)
+    missing = _copy_commit(source, commit, staging)
+    _git("config", "user.email", "harness@localhost", cwd=staging)
+    _git("config", "user.name", "harness", cwd=staging)
+    staging.rename(target)
+    return target
+
+
+def _copy_commit(source: Path, commit: str, staging: Path) -> list[str]:
+    """Copy `commit` and the objects of its tree (not its history) from the git dir `source`
+    into the new repository `staging` (a shallow root), check it out, and mark files whose
+    blobs the mirror lacks (snapshots may omit the largest files) skip-worktree, so they
+    never show up as deleted in ``git diff``; returns those paths."""
+    listed = subprocess.run(["git", f"--git-dir={source}", "rev-list", "--objects",
+                             "--no-walk", "--missing=allow-any", commit],
+                            capture_output=True, text=True)
+    if listed.returncode != 0:
+        raise RepoError(f"commit {commit} is not in the mirror {source}")
+    ids = "".join(line.split(" ")[0] + "\n" for line in listed.stdout.splitlines())
+    pack = subprocess.run(["git", f"--git-dir={source}", "pack-objects", "--missing=allow-any",
+                           "--stdout", "-q"], input=ids.encode(), capture_output=True)
+    subprocess.run(["git", "index-pack", "--stdin"], input=pack.stdout, cwd=staging,
+                   capture_output=True, check=True)
+    (staging / ".git" / "shallow").write_text(commit + "\n")
+    (staging / ".git" / "HEAD").write_text(commit + "\n")
+    _git("read-tree", commit, cwd=staging)
+    subprocess.run(["git", "checkout-index", "-a", "-f"], cwd=staging, capture_output=True)
+    missing = [line[3:] for line in _git("status", "--porcelain", cwd=staging).splitlines()
+               if line.startswith(" D ")]
+    for start in range(0, len(missing), 200):
+        _git("update-index", "--skip-worktree", *missing[start:start + 200], cwd=staging)
+    if missing:
+        (staging / ".git" / "harness-missing-files").write_text("\n".join(missing) + "\n")
+    return missing

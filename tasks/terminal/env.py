@@ -1,0 +1,206 @@
+"""The Terminal-Bench Env: one shell command per turn in a sandbox, then the task's verifier.
+
+Observation: the instruction, then each command's terminal output (stdout and stderr
+interleaved, truncated head+tail) and its exit status. Action: a shell command (multi-line
+allowed); ``submit`` ends the episode, and a command whose last line is ``submit`` runs the
+lines before it and then submits. The working directory and exported variables carry over
+between commands (a small state file), background processes do not (each command's process
+tree ends with it). An empty command or one bash cannot parse is invalid and changes nothing.
+
+When the agent submits or runs out of steps the verifier runs, as upstream, on a fresh copy of
+the task's tests the agent never saw: ``/tests`` and ``/logs/verifier`` are wiped and the tests
+copied in, then as root TB2 runs ``tests/test.sh`` and reads ``/logs/verifier/reward.txt``;
+TB1 runs pytest on ``tests/test_*.py`` and passes iff every test passes. Verifier scripts see
+offline stand-ins for ``apt-get``, ``curl`` (the uv installer) and ``uv``/``uvx`` (Debian's
+pytest), see ``tasks/terminal/shims``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tasks.base import StepResult
+from tasks.sandbox import CommandResult, Limits, Sandbox, SandboxError, SandboxSnapshot
+from tasks.terminal.environment import SHIMS, TaskEnvironment
+from tasks.terminal.taskdir import TerminalTask
+
+__all__ = ["SUBMIT", "TerminalEnv", "TerminalSnapshot"]
+
+SUBMIT = "submit"
+_STATE = "/tmp/.harness-shell"
+_PROLOGUE = (f'[ -f {_STATE}/cwd ] && cd "$(cat {_STATE}/cwd)"; [ -f {_STATE}/env ] && '
+             f'. {_STATE}/env; trap \'mkdir -p {_STATE}; pwd > {_STATE}/cwd; export -p | '
+             f'grep -v -E "^declare -x (PWD|OLDPWD|SHLVL|_)=" > {_STATE}/env\' EXIT\n')
+
+
+@dataclass(frozen=True)
+class TerminalSnapshot:
+    """The sandbox layer and the episode counters."""
+
+    layer: SandboxSnapshot
+    steps: int
+    done: bool
+
+
+def syntax_error(command: str) -> str | None:
+    """Bash's complaint about `command` (parsed with ``bash -n``, never run), or None."""
+    done = subprocess.run(["bash", "-n"], input=command, capture_output=True, text=True,
+                          timeout=10)
+    return done.stderr.strip().replace("bash: ", "") or None if done.returncode else None
+
+
+def oracle_actions(task: TerminalTask) -> list[str]:
+    """The reference solution as actions: TB1 solution.yaml commands one per turn; a TB2
+    ``solution/`` directory (with its helper files) unpacked to /tmp and ``solve.sh`` run."""
+    if task.solution_dir is None or len(list(task.solution_dir.rglob("*"))) == 1:
+        return list(task.solution)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as archive:
+        for file in sorted(task.solution_dir.rglob("*")):
+            info = archive.gettarinfo(str(file), arcname=str(file.relative_to(task.solution_dir)))
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            if file.is_file():
+                archive.addfile(info, io.BytesIO(file.read_bytes()))
+            else:
+                archive.addfile(info)
+    encoded = base64.b64encode(buffer.getvalue()).decode()
+    return [f"mkdir -p /tmp/solution && echo {encoded} | base64 -d | tar -xzf - -C "
+            f"/tmp/solution && bash /tmp/solution/solve.sh"]
+
+
+class TerminalEnv:
+    """One Terminal-Bench task in a sandbox (see the module docstring)."""
+
+    free_form_actions = True
+
+    def __init__(self, task: TerminalTask, environment: TaskEnvironment, *, max_steps: int = 30,
+                 command_timeout_s: float = 120.0, limits: Limits | None = None):
+        self.task, self.environment = task, environment
+        self.max_steps = max_steps
+        self.limits = limits or Limits(wall_s=command_timeout_s, output_bytes=16 << 10)
+        self._oracle = oracle_actions(task)
+        self._box: Sandbox | None = None
+        self._steps, self._done = 0, False
+
+    # ---- Env --------------------------------------------------------------------------------
+    def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
+        """A fresh sandbox over the task's environment (`seed` changes nothing: tasks are
+        deterministic)."""
+        self.close()
+        self._box = Sandbox(self.environment.rootfs, layers=[self.environment.layer],
+                            workdir=self.task.workdir, env=dict(self.task.env),
+                            limits=self.limits)
+        self._steps, self._done = 0, False
+        observation = (f"{self.task.instruction}\n\nYou are in a bash shell in "
+                       f"{self.task.workdir} on Debian (no network). Send one shell command per "
+                       f"turn; send `{SUBMIT}` when the task is done.")
+        return observation, self._info(False, 0.0, False)
+
+    def step(self, action: str) -> StepResult:
+        box = self._require()
+        if self._done:
+            return StepResult("the episode is over", 0.0, True, False,
+                              self._info(False, 0.0, True))
+        self._steps += 1
+        lines = action.strip().splitlines()
+        submit = bool(lines) and lines[-1].strip() == SUBMIT
+        command = "\n".join(lines[:-1] if submit else lines).strip()
+        parts: list[str] = []
+        invalid, status = False, "none"
+        if command:
+            problem = syntax_error(command)
+            if problem and not submit:
+                return self._after(f"invalid command: {problem}", True, "invalid", False)
+            if problem:
+                parts.append(f"invalid command: {problem}")
+            else:
+                result = box.run(_PROLOGUE + command)
+                parts.append(_render(result, self.limits.wall_s))
+                status = result.status
+        elif not submit:
+            return self._after("invalid command: empty", True, "invalid", False)
+        return self._after("".join(parts), invalid, status, submit)
+
+    def _after(self, observation: str, invalid: bool, status: str, submit: bool) -> StepResult:
+        truncated = not submit and self._steps >= self.max_steps
+        if not (submit or truncated):
+            info = self._info(False, 0.0, invalid)
+            info["command_status"] = status
+            return StepResult(observation, 0.0, False, False, info)
+        self._done = True
+        reward, verdict = self.verify()
+        info = self._info(reward >= 1.0, reward, invalid)
+        info.update(command_status=status, verifier=verdict)
+        ending = "submitted" if submit else "out of steps"
+        return StepResult(f"{observation}[{ending}; verifier: {verdict}, reward {reward:g}]",
+                          reward, submit, truncated, info)
+
+    def oracle_action(self) -> str:
+        return self._oracle[self._steps] if self._steps < len(self._oracle) else SUBMIT
+
+    def snapshot(self) -> TerminalSnapshot:
+        return TerminalSnapshot(self._require().snapshot(), self._steps, self._done)
+
+    def restore(self, snapshot: TerminalSnapshot) -> None:
+        self._require().restore(snapshot.layer)
+        self._steps, self._done = snapshot.steps, snapshot.done
+
+    def close(self) -> None:
+        if self._box is not None:
+            self._box.close()
+            self._box = None
+
+    # ---- verifier ---------------------------------------------------------------------------
+    def verify(self) -> tuple[float, str]:
+        """Run the task's tests on a fresh copy; return (reward, verdict)."""
+        box = self._require()
+        box.run("rm -rf /tests /logs/verifier /opt/harness-shims && mkdir -p /tests "
+                "/logs/verifier", user="root", cwd="/")
+        box.copy_in(self.task.tests_dir, "/tests")
+        box.copy_in(SHIMS, "/opt/harness-shims")
+        env = {"TEST_DIR": "/tests", "PATH": "/opt/harness-shims:/usr/local/sbin:"
+               "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+        timeout = self.task.verifier_timeout_s
+        if self.task.format == "tb2":
+            result = box.run("bash /tests/test.sh", user="root", cwd=self.task.workdir,
+                             env=env, timeout_s=timeout)
+            if result.timed_out:
+                return 0.0, "timeout"
+            try:
+                text = box.read_file("/logs/verifier/reward.txt").decode().strip()
+                return float(text or 0.0), "reward.txt"
+            except (ValueError, SandboxError):
+                return 0.0, "no reward.txt"
+        files = sorted(p.name for p in self.task.tests_dir.glob("test_*.py"))
+        result = box.run("python3 -P -m pytest -p no:cacheprovider -rA "
+                         + " ".join(f"/tests/{name}" for name in files), user="root",
+                         cwd=self.task.workdir, env=env, timeout_s=timeout)
+        if result.timed_out:
+            return 0.0, "timeout"
+        passed = result.exit_code == 0 and " passed" in result.output
+        return (1.0 if passed else 0.0), ("all tests passed" if passed else "tests failed")
+
+    # ---- helpers ----------------------------------------------------------------------------
+    def _require(self) -> Sandbox:
+        if self._box is None:
+            raise RuntimeError("call reset() first")
+        return self._box
+
+    @staticmethod
+    def _info(won: bool, score: float, invalid: bool) -> dict[str, Any]:
+        return {"won": bool(won), "score": float(score), "invalid": bool(invalid)}
+
+
+def _render(result: CommandResult, wall_s: float) -> str:
+    output = result.output
+    if output and not output.endswith("\n"):
+        output += "\n"
+    if result.timed_out:
+        return f"{output}[command killed after {wall_s:g} s]\n"
+    return f"{output}[exit code {result.exit_code}]\n"

@@ -1,0 +1,137 @@
+"""Build a Terminal-Bench task's environment: its rootfs and a read-only task layer, cached.
+
+The rootfs is `TERMINAL_RECIPE` (plus the task's Debian packages when it needs more). The task
+layer is the result of replaying the Dockerfile's steps (COPY, WORKDIR, ENV, the non-install
+part of each RUN) in a sandbox as root without network; it is exported once to
+``<rootfs cache>/layers/<task>-<hash>`` and stacked read-only under every episode's layer.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from tasks.sandbox import (AGENT_UID, BASE_RECIPE, DEFAULT_PATH, Limits, RootfsRecipe, Sandbox, SandboxError,
+                           build_rootfs, rootfs_cache_dir)
+from tasks.terminal.taskdir import TerminalTask, Unsupported
+
+SHIMS = Path(__file__).with_name("shims")
+
+__all__ = ["TERMINAL_RECIPE", "TaskEnvironment", "build_environment"]
+
+TERMINAL_RECIPE = BASE_RECIPE.extend(
+    "terminal",
+    ("bc", "bzip2", "diffutils", "gcc", "jq", "libc6-dev", "make", "openssl", "patch",
+     "python3-pip", "python3-setuptools", "python3-venv", "python3-wheel", "unzip", "zip"),
+    ("mkdir -p /app /logs /tests",),
+)
+"""The shared rootfs of terminal tasks (about 400 MB): the base rootfs plus a C toolchain,
+make, jq, bc, archivers, openssl and Python packaging tools."""
+
+
+class TaskEnvironment(tuple):
+    """``(rootfs, layer)``: the directories an episode's sandbox stacks."""
+
+    @property
+    def rootfs(self) -> Path:
+        return self[0]
+
+    @property
+    def layer(self) -> Path:
+        return self[1]
+
+
+def recipe_for(task: TerminalTask) -> RootfsRecipe:
+    """`TERMINAL_RECIPE`, or it plus the task's extra Debian packages."""
+    extra = sorted(set(task.packages) - set(TERMINAL_RECIPE.packages))
+    if not extra:
+        return TERMINAL_RECIPE
+    recipe = TERMINAL_RECIPE.extend("terminal-x", tuple(extra))
+    return RootfsRecipe(f"terminal-{recipe.digest()[:8]}", recipe.packages, recipe.suite,
+                        recipe.mirror, recipe.customize)
+
+
+def _layer_key(task: TerminalTask, rootfs: Path) -> str:
+    digest = hashlib.sha256(f"{rootfs.name}|{task.steps!r}|{task.workdir}".encode())
+    context = task.path / "environment" if task.format == "tb2" else task.path
+    for step in task.steps:
+        if step.kind != "copy":
+            continue
+        source = context / step.args[0]
+        files = [source] if source.is_file() else sorted(p for p in source.rglob("*")
+                                                         if p.is_file())
+        for file in files:
+            digest.update(str(file.relative_to(context)).encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def build_environment(task: TerminalTask, *, progress: Callable[[str], None] | None = None
+                      ) -> TaskEnvironment:
+    """The task's rootfs and layer, built on first use (`Unsupported` when they cannot be)."""
+    if task.unsupported:
+        raise Unsupported(task.unsupported)
+    try:
+        rootfs = build_rootfs(recipe_for(task), progress=progress)
+    except SandboxError as exc:
+        raise Unsupported(f"rootfs with {', '.join(task.packages) or 'no extra packages'} "
+                          f"cannot be built: {exc}") from None
+    layers = rootfs_cache_dir() / "layers"
+    target = layers / f"{task.id}-{_layer_key(task, rootfs)}"
+    if target.is_dir():
+        return TaskEnvironment((rootfs, target))
+    layers.mkdir(parents=True, exist_ok=True)
+    with open(layers / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.is_dir():
+            staging = layers / f".{target.name}.building"
+            shutil.rmtree(staging, ignore_errors=True)
+            _replay(task, rootfs, staging)
+            staging.rename(target)
+    return TaskEnvironment((rootfs, target))
+
+
+def _replay(task: TerminalTask, rootfs: Path, staging: Path) -> None:
+    context = task.path / "environment" if task.format == "tb2" else task.path
+    env: dict[str, str] = {}
+    workdir = "/"
+    with Sandbox(rootfs, limits=Limits(wall_s=600, disk_bytes=4 << 30), workdir="/tmp") as box:
+        box.copy_in(SHIMS, "/opt/harness-shims")
+        for step in task.steps:
+            if step.kind == "workdir":
+                workdir = step.args[0]
+                _root(box, f"mkdir -p '{workdir}'", "WORKDIR")
+            elif step.kind == "env":
+                env[step.args[0]] = step.args[1]
+            elif step.kind == "copy":
+                _copy(box, context / step.args[0], step.args[1])
+            else:
+                result = box.run(step.args[0], user="root", cwd=workdir,
+                                 env={**env, "PATH": f"/opt/harness-shims:{DEFAULT_PATH}"})
+                if result.exit_code != 0:
+                    raise Unsupported(f"RUN {step.args[0]!r} failed offline: "
+                                      f"{result.output.strip()[-300:]}")
+        _root(box, f"mkdir -p '{task.workdir}' && chown -R {AGENT_UID}:{AGENT_UID} "
+                   f"'{task.workdir}'", "agent workdir")
+        _root(box, "rm -rf /opt/harness-shims", "cleanup")
+        box.export_layer(staging)
+
+
+def _root(box: Sandbox, command: str, what: str) -> None:
+    result = box.run(command, user="root", cwd="/")
+    if result.exit_code != 0:
+        raise Unsupported(f"{what} step failed: {result.output.strip()[-300:]}")
+
+
+def _copy(box: Sandbox, source: Path, target: str) -> None:
+    """Docker's COPY: a directory's contents into `target`; a file into `target` (a directory
+    when it ends with ``/`` or exists as one)."""
+    if source.is_dir():
+        box.copy_in(source, target)
+        return
+    is_dir = target.endswith("/") or box.run(f"test -d '{target}'", user="root",
+                                              cwd="/").exit_code == 0
+    box.copy_in(source, f"{target.rstrip('/')}/{source.name}" if is_dir else target)

@@ -1,0 +1,2 @@
+import os
+print(os.environ['DB_HOST'], os.environ['DB_PORT'])

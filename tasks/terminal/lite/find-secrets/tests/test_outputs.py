@@ -1,0 +1,2 @@
+def test_leaks():
+    assert open("/app/leaks.txt").read().split() == ["config/prod.env", "src/deploy.py"]

@@ -1,0 +1,3 @@
+#!/bin/bash
+grep -q ERROR /app/input.txt | true
+exit 0

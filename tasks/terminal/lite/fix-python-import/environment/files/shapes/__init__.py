@@ -1,0 +1,2 @@
+from .rect import Rectangel
+Rectangle = Rectangel

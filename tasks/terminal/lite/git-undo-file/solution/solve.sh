@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+cd /app/repo && git checkout -- data.txt notes.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+jq '[.[] | select(.level == "error") | .id]' /app/events.json > /app/errors.json

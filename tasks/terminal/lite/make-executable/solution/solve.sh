@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+find /app/bin -name '*.sh' -exec chmod a+x {} +

@@ -1,0 +1,7 @@
+import os
+def test_parts():
+    names = sorted(os.listdir("/app/parts"))
+    assert names == ["part-000", "part-001", "part-002"]
+    text = "".join(open(f"/app/parts/{n}").read() for n in names)
+    assert text == open("/app/big.txt").read()
+    assert len(open("/app/parts/part-002").read().splitlines()) == 50

@@ -1,0 +1,2 @@
+def test_top():
+    assert open("/app/top.txt").read().strip() == "Grace"

@@ -1,0 +1,82 @@
+"""Schema migration: a database written by the schema-2 store (the release before table sets)
+is upgraded in place by today's store and reads back exactly what the old code read."""
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from harness.core import HarnessError
+from harness.records import EpisodeKey
+from harness.store import SCHEMA_VERSION, SIGNAL_TABLES, Store, TableSet, load_episodes
+
+DATA = Path(__file__).parent / "data" / "store_v2"
+EXPECTED = json.loads((DATA / "store_v2_expected.json").read_text())
+
+
+@pytest.fixture
+def old_db(tmp_path):
+    path = tmp_path / "v2.db"
+    with sqlite3.connect(path) as db:
+        db.executescript((DATA / "store_v2.sql").read_text())
+    db.close()
+    return path
+
+
+def _meta(path):
+    with sqlite3.connect(path) as db:
+        return dict(db.execute("SELECT key, value FROM meta"))
+
+
+def test_version_2_database_is_upgraded_and_reads_back_identical(old_db):
+    assert _meta(old_db) == {"schema_version": "2"}
+    with Store(old_db) as store:
+        assert store.load_episodes().to_json(orient="split") == EXPECTED["episodes"]
+        assert store.runs().to_json(orient="split") == EXPECTED["runs"]
+        assert store.run_config("fixture-run") == EXPECTED["run_config"]
+        assert store.count_steps("fixture-run") == EXPECTED["count_steps"]
+        assert sorted(list(k) for k in store.stored_keys("fixture-run")) == \
+            EXPECTED["stored_keys"]
+        for key, steps in EXPECTED["steps"].items():
+            loaded = store.load_steps("fixture-run", EpisodeKey(*json.loads(key)))
+            assert json.loads(json.dumps([list(s) for s in loaded])) == steps
+        assert json.loads(json.dumps(store.load_audits())) == EXPECTED["audits"]
+        assert store.load_train_metrics().to_json(orient="split") == EXPECTED["train_metrics"]
+        assert store.load_signal_points("set-1") == EXPECTED["signal_points"]
+        assert store.load_signal_results("set-1") == EXPECTED["signal_results"]
+    assert _meta(old_db) == {"schema_version": str(SCHEMA_VERSION), "tables:audits": "1",
+                             "tables:train_metrics": "1", "tables:signals": "1"}
+    assert load_episodes(old_db).to_json(orient="split") == EXPECTED["episodes"]
+
+
+def test_read_only_store_reads_an_old_database_without_upgrading_it(old_db):
+    before = old_db.read_bytes()
+    assert load_episodes(old_db).to_json(orient="split") == EXPECTED["episodes"]
+    with Store(old_db, readonly=True) as store:
+        assert store.load_signal_results("set-1") == EXPECTED["signal_results"]
+    assert old_db.read_bytes() == before
+
+
+def test_a_fresh_database_creates_subsystem_tables_on_first_use(tmp_path):
+    with Store(tmp_path / "new.db") as store:
+        tables = {r[0] for r in store._db.execute("SELECT name FROM sqlite_master WHERE "
+                                                   "type='table'")}
+        assert tables == {"meta", "runs", "episodes", "trajectories"}
+        assert store.load_signal_results("none") == []  # creates the signal tables
+        assert _meta(tmp_path / "new.db")[SIGNAL_TABLES.meta_key] == "1"
+
+
+def test_a_table_set_migrates_step_by_step_and_refuses_newer_versions(tmp_path):
+    v1 = TableSet("notes", ("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)",))
+    v2 = TableSet("notes", (*v1.migrations, "ALTER TABLE notes ADD COLUMN author TEXT;"
+                            "UPDATE notes SET author = 'unknown'"))
+    with Store(tmp_path / "n.db") as store:
+        store.tables(v1).execute("INSERT INTO notes (text) VALUES ('kept')")
+    with Store(tmp_path / "n.db") as store:
+        rows = store.tables(v2).execute("SELECT text, author FROM notes").fetchall()
+        assert rows == [("kept", "unknown")]
+    with Store(tmp_path / "n.db") as store, pytest.raises(HarnessError, match="version 2"):
+        store.tables(v1)
+    with Store(tmp_path / "n.db", readonly=True) as store:
+        assert store.tables(TableSet("absent", ("CREATE TABLE absent (x)",))) is None

@@ -1,0 +1,49 @@
+"""Fixtures of the sandbox tests: the base rootfs (built once, cached) and host-side checks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tasks.sandbox import AGENT_UID, BASE_RECIPE, Sandbox, build_rootfs, sandbox_available
+
+
+@pytest.fixture(scope="session")
+def base_rootfs() -> Path:
+    """The base rootfs; the first build downloads from deb.debian.org (about 30 s)."""
+    reason = sandbox_available()
+    if reason is not None:
+        pytest.skip(f"sandbox unavailable: {reason}")
+    return build_rootfs(BASE_RECIPE)
+
+
+@pytest.fixture
+def sandbox(base_rootfs):
+    with Sandbox(base_rootfs) as box:
+        yield box
+
+
+def host_processes_of(uid: int = AGENT_UID) -> list[int]:
+    """Pids of host processes whose real uid is `uid` (read from /proc)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:") and int(line.split()[1]) == uid:
+                pids.append(int(entry.name))
+    return pids
+
+
+def assert_no_agent_processes() -> None:
+    """Nothing the agent started is still running on the host."""
+    assert host_processes_of() == [], "agent processes outlived their command"
+
+
+__all__ = ["assert_no_agent_processes", "host_processes_of", "os"]
