@@ -105,11 +105,20 @@ class _Progress:
             self.bar.stop()
 
 
-def _execute(config) -> Any:
+def _execute(config, executor: str = "local") -> Any:
+    from harness.executors import parse_executor
     from harness.runner import run
 
+    spec = parse_executor(executor)
     progress = _Progress()
     try:
+        if spec.kind == "ray":
+            from harness.executors.ray_executor import run_on_ray
+            from harness.store import Store
+
+            with Store(config.db) as store:
+                return run_on_ray(config, spec, store=store, on_plan=progress.plan,
+                                  on_episode=progress.episode)
         return run(config, on_plan=progress.plan, on_episode=progress.episode)
     finally:
         progress.close()
@@ -120,7 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     config = _config_from_args(args)
     try:
-        summary = _execute(config)
+        summary = _execute(config, getattr(args, "executor", "local"))
     except RunInterrupted as exc:
         print(f"harness run: {exc}", file=sys.stderr)
         return 128 + exc.signal_number
@@ -165,8 +174,8 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: st
 
 def show_leaderboard(db: str, *, run_id: str | None = None, suite: str | None = None,
                      markdown: bool = False) -> None:
-    from harness.report.leaderboard import HEADER, format_row, leaderboard_markdown, \
-        leaderboard_table
+    from harness.report.leaderboard import HEADER, comparability_notes, format_row, \
+        leaderboard_markdown, leaderboard_table
     from harness.store import load_episodes
 
     table = leaderboard_table(load_episodes(db, run_id=run_id, suite=suite))
@@ -176,6 +185,8 @@ def show_leaderboard(db: str, *, run_id: str | None = None, suite: str | None = 
         rows = [format_row(row) for _, row in table.iterrows()]
         _print_table(HEADER, rows, "Leaderboard: success rate; '≈ best' = not separable "
                      "from the best after Holm")
+    for line in comparability_notes(db, run_id=run_id, suite=suite):
+        print(line)
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
@@ -235,13 +246,14 @@ BENCHES = {
     "llm": "harness.serve.bench:llm_report",
     "env": "harness.env_bench:env_report",
     "train": "harness.train.bench:train_report",
+    "sandbox": "tasks.terminal.bench:sandbox_report",
 }
 """`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
 returns the lines to print (each figure next to its same-run baseline)."""
 
 COMMAND_MODULES: tuple[str, ...] = (
     "harness.serve.fhir_cli",
-    "harness.audit.commands",
+    "harness.report.audit_command",
     "harness.report.commands",
     "harness.signal_eval.cli",
     "harness.serve",
@@ -273,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="play episodes and store them (resumes a stored run)")
     _run_flags(p)
+    p.add_argument("--executor", default="local", help="local (default), ray (a local Ray "
+                   "instance) or ray:ADDRESS (an existing Ray cluster, e.g. ray:auto)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("leaderboard", help="success rate with 95%% intervals per policy x suite")
@@ -308,7 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="performance figures next to a same-run baseline")
     p.add_argument("what", choices=sorted(BENCHES))
-    p.add_argument("--eval-seeds", type=int, default=40, help="eval seeds per task (runner)")
+    p.add_argument("--eval-seeds", type=_count(1), default=None,
+                   help="eval seeds per task, a count (default: the bench's own, stated in "
+                   "its output: runner 40, medagentbench 1)")
     p.set_defaults(func=cmd_bench)
 
     for module in dict.fromkeys(COMMAND_MODULES):  # a module listed twice adds its commands once

@@ -11,6 +11,7 @@ import os
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +20,7 @@ __all__ = [
     "UnknownNameError",
     "ConfigError",
     "MissingDependencyError",
+    "require",
     "read_toml",
     "stable_hash",
     "derive_seed",
@@ -59,6 +61,17 @@ class MissingDependencyError(HarnessError, ImportError):
         super().__init__(
             f"{package} is required{what}; install it with: pip install 'agent-rl-harness[{extra}]'"
         )
+
+
+def require(package: str, extra: str, purpose: str = "") -> Any:
+    """Import the optional dependency `package`, or raise `MissingDependencyError` whose
+    message names the extra that installs it (``pip install 'agent-rl-harness[EXTRA]'``)."""
+    import importlib
+
+    try:
+        return importlib.import_module(package)
+    except ImportError:
+        raise MissingDependencyError(package, extra, purpose) from None
 
 
 def read_toml(path: "str | os.PathLike[str]") -> dict:

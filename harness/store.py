@@ -91,26 +91,6 @@ class TableSet:
         return f"tables:{self.name}"
 
 
-AUDIT_TABLES = TableSet("audits", ("""
-CREATE TABLE IF NOT EXISTS audits (
-    audit_id TEXT PRIMARY KEY, suite TEXT NOT NULL, split TEXT NOT NULL, config TEXT NOT NULL,
-    result TEXT NOT NULL, created_at REAL NOT NULL)""",))
-TRAIN_METRIC_TABLES = TableSet("train_metrics", ("""
--- one row per (run, train seed, update step)
-CREATE TABLE IF NOT EXISTS train_metrics (
-    run_id TEXT NOT NULL, train_seed INTEGER NOT NULL, step INTEGER NOT NULL,
-    metrics TEXT NOT NULL, recorded_at REAL NOT NULL,
-    PRIMARY KEY (run_id, train_seed, step))""",))
-SIGNAL_TABLES = TableSet("signals", ("""
--- evaluation point sets with their reference Q, and the scores of each signal on a set
-CREATE TABLE IF NOT EXISTS signal_point_sets (
-    set_id TEXT PRIMARY KEY, suite TEXT NOT NULL, config TEXT NOT NULL, points TEXT NOT NULL,
-    reference TEXT NOT NULL, created_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS signal_results (
-    set_id TEXT NOT NULL, signal TEXT NOT NULL, family TEXT NOT NULL, model TEXT NOT NULL,
-    scores TEXT NOT NULL, info TEXT NOT NULL, created_at REAL NOT NULL,
-    PRIMARY KEY (set_id, signal, model))""",))
-
 _LEGACY_SETS = ("audits", "train_metrics", "signals")
 """Table sets that schema version 2 created with the core tables (all at their version 1)."""
 
@@ -121,20 +101,21 @@ _CORE_MIGRATIONS: dict[int, str] = {
 """``version -> script`` taking the core from ``version - 1`` to ``version``."""
 
 
-def _reported(method):
-    """Turn SQLite's errors about the file itself (corrupt page, disk full, I/O error) into
+def reported(method):
+    """Decorates a function whose first argument is a `Store` (a method, or a subsystem's
+    table function): turn SQLite's errors about the file itself (corrupt page, disk full, I/O error) into
     one-line `HarnessError`s naming the database; constraint violations keep propagating."""
 
     @functools.wraps(method)
-    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(store: Store, *args: Any, **kwargs: Any) -> Any:
         try:
-            return method(self, *args, **kwargs)
+            return method(store, *args, **kwargs)
         except sqlite3.IntegrityError:
             raise
         except sqlite3.DatabaseError as exc:
-            raise HarnessError(f"results database {self.path}: {exc}") from None
+            raise HarnessError(f"results database {store.path}: {exc}") from None
         except pd.errors.DatabaseError as exc:  # pandas wraps SQLite's error
-            raise HarnessError(f"results database {self.path}: {exc.__cause__ or exc}") \
+            raise HarnessError(f"results database {store.path}: {exc.__cause__ or exc}") \
                 from None
 
     return wrapper
@@ -256,7 +237,7 @@ class Store:
         self.close()
 
     # -- runs -----------------------------------------------------------------------------------
-    @_reported
+    @reported
     def begin_run(self, run_id: str, config: dict[str, Any], provenance: dict[str, Any]) -> bool:
         """Record a run; returns False if `run_id` already exists with the same config (a
         resume). A different config under the same id is a `ConfigError`. One transaction:
@@ -279,11 +260,11 @@ class Store:
 
         return _in_transaction(db, begin)
 
-    @_reported
+    @reported
     def runs(self) -> pd.DataFrame:
         return pd.read_sql_query("SELECT * FROM runs ORDER BY created_at", self._db)
 
-    @_reported
+    @reported
     def run_config(self, run_id: str) -> dict[str, Any]:
         row = self._db.execute("SELECT config FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if row is None:
@@ -291,7 +272,7 @@ class Store:
         return json.loads(row[0])
 
     # -- episodes -------------------------------------------------------------------------------
-    @_reported
+    @reported
     def stored_keys(self, run_id: str, *, statuses: Sequence[str] | None = None) -> set[EpisodeKey]:
         """Keys already stored for `run_id` (optionally only those with a given status)."""
         sql = "SELECT policy_id, suite, task_id, eval_seed, sample FROM episodes WHERE run_id=?"
@@ -307,7 +288,7 @@ class Store:
         attempt under the same key (used to retry errored episodes)."""
         self.write_episodes([(run_id, episode, steps)], replace=replace)
 
-    @_reported
+    @reported
     def write_episodes(self, batch: Sequence[tuple[str, EpisodeRecord, Iterable[StepRecord]]],
                        *, replace: bool = False) -> None:
         """Store several ``(run_id, episode, steps)`` in one transaction (a group commit)."""
@@ -316,7 +297,7 @@ class Store:
             key = (run_id, *episode.key)
             steps = list(steps)
             episode_rows.append(_episode_row(key, episode))
-            trajectory_rows.append((*key, len(steps), _encode([tuple(s) for s in steps])))
+            trajectory_rows.append((*key, len(steps), encode_json([tuple(s) for s in steps])))
         verb = "INSERT OR REPLACE" if replace else "INSERT"
         db = self._db
 
@@ -326,7 +307,7 @@ class Store:
 
         _in_transaction(db, write)
 
-    @_reported
+    @reported
     def load_episodes(self, *, run_id: str | Sequence[str] | None = None,
                       suite: str | Sequence[str] | None = None,
                       policy: str | Sequence[str] | None = None,
@@ -351,7 +332,7 @@ class Store:
             "eval_seed, sample", self._db, params=params)
         return _typed(frame)
 
-    @_reported
+    @reported
     def load_steps(self, run_id: str, key: EpisodeKey) -> list[StepRecord]:
         """The trajectory of one episode, in step order."""
         row = self._db.execute(
@@ -361,117 +342,29 @@ class Store:
             raise HarnessError(f"no trajectory for {key} in run {run_id!r}")
         return [StepRecord(*step) for step in orjson.loads(row[0])]
 
-    @_reported
+    @reported
+    def episode_notes(self, key: str, *, run_id: str | None = None,
+                      suite: str | None = None) -> pd.DataFrame:
+        """Distinct values of ``info[key]`` on the last step of each episode, with their
+        episode counts: columns ``suite, policy, note, n`` (no rows when no episode has one)."""
+        if not key.replace("_", "").isalnum():
+            raise ValueError(f"info key {key!r}: letters, digits and underscores only")
+        clauses, params = ["note IS NOT NULL"], [f'$[#-1][7]."{key}"']
+        for column, value in (("run_id", run_id), ("suite", suite)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        return pd.read_sql_query(
+            "SELECT suite, policy, note, COUNT(*) AS n FROM (SELECT run_id, suite, policy_id AS "
+            "policy, json_extract(steps, ?) AS note FROM trajectories) WHERE "
+            + " AND ".join(clauses) + " GROUP BY suite, policy, note ORDER BY suite, policy, note",
+            self._db, params=params)
+
+    @reported
     def count_steps(self, run_id: str) -> int:
         """Total steps stored for `run_id`."""
         return self._db.execute("SELECT COALESCE(SUM(n_steps), 0) FROM trajectories WHERE "
                                 "run_id=?", (run_id,)).fetchone()[0]
-
-
-    # -- audits ---------------------------------------------------------------------------------
-    @_reported
-    def write_audit(self, audit_id: str, suite: str, split: str, config: dict[str, Any],
-                    result: dict[str, Any]) -> None:
-        """Store one benchmark audit (`harness.audit`), replacing an earlier one with the same id.
-        `config` and `result` are JSON-serialisable dicts."""
-        self.tables(AUDIT_TABLES).execute("INSERT OR REPLACE INTO audits VALUES (?,?,?,?,?,?)",
-                         (audit_id, suite, split, json.dumps(config, sort_keys=True),
-                          _encode(result), time.time()))
-
-    @_reported
-    def load_audits(self, *, suite: str | Sequence[str] | None = None) -> list[dict[str, Any]]:
-        """Stored audits, oldest first: dicts with ``audit_id, suite, split, config, result,
-        created_at`` (`config` and `result` decoded)."""
-        db = self.tables(AUDIT_TABLES)
-        if db is None:
-            return []
-        sql, params = "SELECT * FROM audits", []
-        if suite is not None:
-            params = [suite] if isinstance(suite, str) else list(suite)
-            sql += f" WHERE suite IN ({','.join('?' * len(params))})"
-        rows = db.execute(sql + " ORDER BY created_at, audit_id", params).fetchall()
-        return [{"audit_id": a, "suite": s, "split": sp, "config": json.loads(c),
-                 "result": orjson.loads(r), "created_at": t} for a, s, sp, c, r, t in rows]
-
-    # -- training metrics ---------------------------------------------------------------------
-    @_reported
-    def write_train_metrics(self, run_id: str, train_seed: int, step: int,
-                            metrics: dict[str, float]) -> None:
-        """Store the metrics of one training update (`harness.train`); a resumed run that
-        repeats a step replaces that step's row."""
-        self.tables(TRAIN_METRIC_TABLES).execute("INSERT OR REPLACE INTO train_metrics VALUES (?,?,?,?,?)",
-                         (run_id, int(train_seed), int(step), _encode(metrics), time.time()))
-
-    @_reported
-    def load_train_metrics(self, *, run_id: str | Sequence[str] | None = None,
-                           train_seed: int | None = None) -> pd.DataFrame:
-        """One row per update: columns ``run_id, train_seed, step`` and one per metric
-        (NaN where an update did not record it), sorted by run, seed and step."""
-        db = self.tables(TRAIN_METRIC_TABLES)
-        if db is None:
-            return pd.DataFrame(columns=["run_id", "train_seed", "step"])
-        clauses, params = [], []
-        if run_id is not None:
-            ids = [run_id] if isinstance(run_id, str) else list(run_id)
-            clauses.append(f"run_id IN ({','.join('?' * len(ids))})")
-            params += ids
-        if train_seed is not None:
-            clauses.append("train_seed = ?")
-            params.append(int(train_seed))
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        rows = db.execute("SELECT run_id, train_seed, step, metrics FROM train_metrics"
-                                f"{where} ORDER BY run_id, train_seed, step", params).fetchall()
-        records = [{"run_id": r, "train_seed": seed, "step": step, **orjson.loads(m)}
-                   for r, seed, step, m in rows]
-        frame = pd.DataFrame.from_records(records)
-        return frame if not frame.empty else pd.DataFrame(columns=["run_id", "train_seed",
-                                                                   "step"])
-
-    # -- signal results -----------------------------------------------------------------------
-    @_reported
-    def write_signal_points(self, set_id: str, suite: str, config: dict[str, Any],
-                            points: list[dict[str, Any]], reference: dict[str, Any]) -> None:
-        """Store one evaluation point set (`harness.signal_eval`): `points` as dicts
-        (`signals.base.EvaluationPoint.to_dict`), `reference` its Q-values (JSON-ready),
-        replacing an earlier set with the same id."""
-        self.tables(SIGNAL_TABLES).execute("INSERT OR REPLACE INTO signal_point_sets VALUES (?,?,?,?,?,?)",
-                         (set_id, suite, json.dumps(config, sort_keys=True), _encode(points),
-                          _encode(reference), time.time()))
-
-    @_reported
-    def load_signal_points(self, set_id: str) -> dict[str, Any] | None:
-        """The point set `set_id` as ``{set_id, suite, config, points, reference}``, or None."""
-        db = self.tables(SIGNAL_TABLES)
-        if db is None:
-            return None
-        row = db.execute("SELECT set_id, suite, config, points, reference FROM "
-                               "signal_point_sets WHERE set_id=?", (set_id,)).fetchone()
-        if row is None:
-            return None
-        return {"set_id": row[0], "suite": row[1], "config": json.loads(row[2]),
-                "points": orjson.loads(row[3]), "reference": orjson.loads(row[4])}
-
-    @_reported
-    def write_signal_result(self, set_id: str, signal: str, family: str, model: str,
-                            scores: list[list[float]], info: dict[str, Any]) -> None:
-        """Store one signal's scores on a point set (one list per point), replacing an
-        earlier result of the same (set, signal, model)."""
-        self.tables(SIGNAL_TABLES).execute("INSERT OR REPLACE INTO signal_results VALUES (?,?,?,?,?,?,?)",
-                         (set_id, signal, family, model, _encode(scores), _encode(info),
-                          time.time()))
-
-    @_reported
-    def load_signal_results(self, set_id: str) -> list[dict[str, Any]]:
-        """Every stored signal result of a point set, oldest first: dicts with ``signal,
-        family, model, scores, info``."""
-        db = self.tables(SIGNAL_TABLES)
-        if db is None:
-            return []
-        rows = db.execute("SELECT signal, family, model, scores, info FROM "
-                                "signal_results WHERE set_id=? ORDER BY created_at, signal",
-                                (set_id,)).fetchall()
-        return [{"signal": s, "family": f, "model": m, "scores": orjson.loads(sc),
-                 "info": orjson.loads(i)} for s, f, m, sc, i in rows]
 
 
 _T = TypeVar("_T")
@@ -498,8 +391,9 @@ def _statements(script: str) -> list[str]:
     return [statement.strip() for statement in text.split(";") if statement.strip()]
 
 
-def _encode(value: Any) -> str:
-    """JSON text of a step's info (orjson: the step table is the store's hot path)."""
+def encode_json(value: Any) -> str:
+    """JSON text of a value (orjson, numpy arrays and scalars included; anything else by its
+    repr): the step table is the store's hot path."""
     return orjson.dumps(value, default=repr, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
@@ -512,7 +406,7 @@ def _episode_row(key: tuple, episode: EpisodeRecord) -> tuple:
             episode.n_invalid, int(episode.terminated), int(episode.truncated),
             episode.prompt_tokens, episode.completion_tokens, episode.retries,
             episode.model_latency_s, episode.wall_s, episode.error,
-            episode.final_observation, _encode(episode.policy_provenance),
+            episode.final_observation, encode_json(episode.policy_provenance),
             time.time())
 
 

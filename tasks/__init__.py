@@ -42,6 +42,17 @@ if os.environ.get("TERMINAL_BENCH_TASKS"):
     register_suite("terminal-bench", 1, "tasks.terminal:TerminalBenchSuite")
 # needs the sandbox and desktop-env (--no-deps); without them `harness list` marks it unavailable
 register_suite("osworld-files", 1, "tasks.osworld:OSWorldFilesSuite")
+register_suite("appworld-lite", 1, "tasks.appworld:AppWorldLiteSuite")
+from tasks.appworld.official import official_available as _appworld_available  # noqa: E402
+if _appworld_available() is None:  # PyPI appworld (its own venv) and APPWORLD_ROOT data
+    register_suite("appworld", 1, "tasks.appworld.official:AppWorldOfficialSuite")
+# SWE-bench: swe-lite@1 is bundled; the official tables (SWEBENCH_DATA or ../shared/data/swebench)
+# need the repositories (a mirror directory in SWEBENCH_REPOS) for the local sandbox backend
+register_suite("swe-lite", 1, "tasks.swebench:SweLiteSuite")
+if os.environ.get("SWEBENCH_REPOS"):
+    register_suite("swebench-verified", 1, "tasks.swebench:VerifiedSuite")
+    register_suite("swebench-lite", 1, "tasks.swebench:LiteSuite")
+    register_suite("swebench-dev", 1, "tasks.swebench:DevSuite")
 
 # data sets the suites read (`harness data pull SUITE`); declared beside each family's loader
 register_dataset("webshop", "tasks.webshop.sources:DATASET")

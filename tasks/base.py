@@ -32,7 +32,10 @@ class StepResult:
     `truncated`: the episode was cut by the step limit (or another budget) before that.
     `info` carries at least ``won`` (bool), ``score`` (the benchmark's native score, float),
     ``invalid`` (the action could not be applied; the state did not change) and, where the
-    benchmark has them, ``admissible_actions`` (list of str).
+    benchmark has them, ``admissible_actions`` (list of str). An env that runs a documented
+    departure making this episode's score not comparable with the suite's published numbers
+    (e.g. a stand-in for an upstream model) names it in ``comparability_note`` (str); the
+    leaderboard lists the notes of the episodes it ranks.
     """
 
     observation: str
@@ -183,6 +186,9 @@ class SuiteBase:
     trivial_actions: Mapping[str, str] = {}
     blocking: bool = False
     instructions: str = ""
+    multiline_actions: bool = False
+    """True when an action may span lines (a POST and its JSON body): the scaffolds' parsers
+    then keep the whole action block instead of rejecting or cutting it."""
     comparability: Comparability = OWN_SUITE
 
     def __init__(self, specs: Sequence[TaskSpec]):

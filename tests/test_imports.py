@@ -1,27 +1,36 @@
 """The import direction of DESIGN.md, enforced on the source tree.
 
 harness.cli -> harness.{runner,train,report,audit,serve} -> harness.{stats,store,policies}
--> harness.core; `tasks` and `signals` import only harness.core; torch only lazily, under
-harness/train/, harness/policies/ and signals/.
+-> tasks (the contract) -> harness.core; `tasks` and `signals` import only harness.core (and
+`tasks` its own `tasks.sandbox`); torch only lazily, under harness/train/, harness/policies/
+and signals/. Imports count wherever they are written: ``import`` statements at any depth,
+``importlib.import_module("...")`` calls with a literal name, and ``"package.module:attr"``
+strings (registries that import by name). No two packages may import each other, directly
+or through others (same-layer cycles included). A self-test plants each kind of violation
+and checks the checker reports it.
 """
 
 import ast
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+PROJECT = ("harness", "tasks", "signals")
 
 LAYER = {  # a module may import modules of the same or a lower layer
     "harness.core": 0,
     "harness.records": 1, "harness.store": 1, "harness.stats": 1, "harness.policies": 1,
-    "harness.episodes": 1,
+    "harness.episodes": 1, "harness.executors": 1,
     "harness.config": 2, "harness.runner": 2, "harness.train": 2, "harness.report": 2,
-    "harness.audit": 2, "harness.serve": 2, "harness.signal_eval": 2,
+    "harness.audit": 2, "harness.serve": 2, "harness.signal_eval": 2, "harness.executors": 2,
     "harness.cli": 3, "harness.bench": 3, "harness.quickstart": 3, "harness.env_bench": 3,
-    "harness.tasks_cli": 3,
+    "harness.tasks_cli": 3, "harness.data": 3, "harness.swebench_cli": 3,
 }
 TORCH_ALLOWED = ("harness/train/", "harness/policies/", "signals/")
+MODULE_STRING = re.compile(r"^(harness|tasks|signals)(\.[A-Za-z_]\w*)*(:[A-Za-z_][\w.]*)?$")
 
 
 def _layer(module: str) -> int | None:
@@ -32,51 +41,153 @@ def _layer(module: str) -> int | None:
     return None
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(tree: ast.AST):
-    """(imported module, is at module level) for every import in `tree`."""
-    top = set(id(node) for node in tree.body)
+def _is_import_module(call: ast.Call) -> bool:
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in ("import_module", "__import__")
+
+
+def _imports(tree: ast.AST) -> Iterator[tuple[str, bool]]:
+    """(imported module, is at module level) for every import in `tree`: statements,
+    ``importlib.import_module("x")`` with a literal name, and ``"pkg.mod:attr"`` strings."""
+    top = set(id(node) for node in getattr(tree, "body", []))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, id(node) in top
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             yield node.module, id(node) in top
+        elif isinstance(node, ast.Call) and _is_import_module(node) and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                yield first.value, False
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and MODULE_STRING.match(node.value)
+              and (":" in node.value or _is_project_module(node.value))):
+            yield node.value.partition(":")[0], False
 
 
-SOURCES = sorted(p for package in ("harness", "tasks", "signals")
-                 for p in (ROOT / package).rglob("*.py"))
+def _is_project_module(name: str) -> bool:
+    """A dotted string that names a module of this tree (``"harness.db"`` is a file name)."""
+    path = ROOT.joinpath(*name.split("."))
+    return "." in name and (path.with_suffix(".py").is_file() or (path / "__init__.py").is_file())
+
+
+def violations(module: str, relative: str, tree: ast.AST) -> list[str]:
+    """Every import of `module` (file `relative`) that breaks the layering."""
+    found = []
+    for imported, at_top in dict.fromkeys(_imports(tree)):
+        root = imported.split(".")[0]
+        if root == "torch":
+            if not relative.startswith(TORCH_ALLOWED):
+                found.append(f"{module} imports torch")
+            elif at_top:
+                found.append(f"{module} imports torch at module level (import it lazily)")
+        if module.startswith(("tasks", "signals")):
+            if root == "harness" and imported != "harness.core":
+                found.append(f"{module} imports {imported}")
+            if module.startswith("tasks") and root == "signals":
+                found.append(f"{module} imports {imported}")
+            if module.startswith("signals") and root == "tasks":
+                found.append(f"{module} imports {imported}")
+        elif root == "harness":
+            mine, theirs = _layer(module), _layer(imported)
+            if mine is None:
+                found.append(f"{module} is not placed in a layer of this test")
+            elif theirs is None:
+                found.append(f"{imported} is not placed in a layer of this test")
+            elif theirs > mine:
+                found.append(f"{module} (layer {mine}) imports {imported} (layer {theirs})")
+    return found
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "harness" and len(parts) > 1 else parts[0]
+
+
+def package_graph(trees: dict[str, ast.AST]) -> dict[str, dict[str, str]]:
+    """package -> {package it imports: one module-level example}, over project packages."""
+    graph: dict[str, dict[str, str]] = {}
+    for module, tree in trees.items():
+        for imported, _ in _imports(tree):
+            if imported.split(".")[0] not in PROJECT:
+                continue
+            a, b = _package(module), _package(imported)
+            if a != b:
+                graph.setdefault(a, {}).setdefault(b, f"{module} -> {imported}")
+    return graph
+
+
+def package_cycles(graph: dict[str, dict[str, str]]) -> list[str]:
+    """Each edge a -> b for which b also reaches a, with the import that makes it."""
+    def reaches(start: str) -> set[str]:
+        seen, stack = set(), [start]
+        while stack:
+            for nxt in graph.get(stack.pop(), {}):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return seen
+
+    return [f"{a} -> {b} ({why}) closes a cycle" for a in sorted(graph)
+            for b, why in sorted(graph[a].items()) if a in reaches(b)]
+
+
+SOURCES = sorted(p for package in PROJECT for p in (ROOT / package).rglob("*.py"))
+
+
+def _trees(sources, root=ROOT) -> dict[str, ast.AST]:
+    return {_module_name(p, root): ast.parse(p.read_text()) for p in sources}
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_import_direction(path):
-    module = _module_name(path)
     tree = ast.parse(path.read_text())
-    relative = str(path.relative_to(ROOT))
-    for imported, at_top in _imports(tree):
-        root = imported.split(".")[0]
-        if root == "torch":
-            assert relative.startswith(TORCH_ALLOWED), f"{module} imports torch"
-            assert not at_top, f"{module} imports torch at module level (import it lazily)"
-        if module.startswith(("tasks", "signals")):
-            if root == "harness":
-                assert imported == "harness.core", f"{module} imports {imported}"
-            if module.startswith("tasks"):
-                assert root != "signals", f"{module} imports {imported}"
-            else:
-                assert root != "tasks", f"{module} imports {imported}"
-        elif root == "harness":
-            mine, theirs = _layer(module), _layer(imported)
-            assert mine is not None, f"{module} is not placed in a layer of this test"
-            assert theirs is not None, f"{imported} is not placed in a layer of this test"
-            assert theirs <= mine, f"{module} (layer {mine}) imports {imported} (layer {theirs})"
+    assert violations(_module_name(path), str(path.relative_to(ROOT)), tree) == []
 
 
-def test_the_checker_sees_a_violation(tmp_path):
-    tree = ast.parse("import os\ndef f():\n    import torch\nfrom harness.cli import main\n")
-    found = list(_imports(tree))
-    assert ("torch", False) in found and ("harness.cli", True) in found
+def test_no_import_cycle_between_packages():
+    assert package_cycles(package_graph(_trees(SOURCES))) == []
+
+
+PLANTED = {
+    "harness/stats/leak.py": "from harness.cli import main\n",                 # upward
+    "harness/store/lazy.py": "def f():\n    from harness.runner import run\n",  # upward, lazy
+    "harness/policies/dyn.py": "import importlib\nM = importlib.import_module('harness.train')\n",
+    "tasks/reg.py": "ENTRY = 'harness.runner:run_async'\n",                   # tasks -> harness
+    "harness/runner/t.py": "import torch\n",                                  # torch outside
+    "harness/train/eager.py": "import torch\n",                               # torch eagerly
+    "harness/report/r.py": "from harness.audit import x\n",                   # report -> audit
+    "harness/audit/a.py": "def g():\n    import harness.report.tables\n",     # audit -> report
+}
+
+
+def test_the_checker_reports_every_planted_violation(tmp_path):
+    for relative, source in PLANTED.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(source)
+    sources = sorted(tmp_path.rglob("*.py"))
+    found = {str(p.relative_to(tmp_path)): violations(_module_name(p, tmp_path),
+                                                       str(p.relative_to(tmp_path)),
+                                                       ast.parse(p.read_text()))
+             for p in sources}
+    assert found["harness/stats/leak.py"] == [
+        "harness.stats.leak (layer 1) imports harness.cli (layer 3)"]
+    assert found["harness/store/lazy.py"] == [
+        "harness.store.lazy (layer 1) imports harness.runner (layer 2)"]
+    assert found["harness/policies/dyn.py"] == [
+        "harness.policies.dyn (layer 1) imports harness.train (layer 2)"]
+    assert found["tasks/reg.py"] == ["tasks.reg imports harness.runner"]
+    assert found["harness/runner/t.py"] == ["harness.runner.t imports torch"]
+    assert found["harness/train/eager.py"] == [
+        "harness.train.eager imports torch at module level (import it lazily)"]
+    assert found["harness/report/r.py"] == [] and found["harness/audit/a.py"] == []
+    cycles = package_cycles(package_graph(_trees(sources, tmp_path)))
+    assert any(c.startswith("harness.audit -> harness.report") for c in cycles), cycles
+    assert any(c.startswith("harness.report -> harness.audit") for c in cycles), cycles

@@ -1,5 +1,5 @@
 """Audits in the store: `AuditResult` to and from the JSON kept in the ``audits`` table
-(`harness.store.Store.write_audit` / `load_audits`).
+(`harness.audit.tables`: `write_audit_row` / `load_audit_rows`).
 
 Each table is stored as ``{"columns": [...], "rows": [[...], ...]}`` so that column order
 and dtypes survive the round trip; NaN is stored as null and read back as NaN.
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from harness.audit.auditor import AuditResult
+from harness.audit.tables import load_audit_rows, write_audit_row
 from harness.core import HarnessError
 from harness.store import Store
 
@@ -72,14 +73,14 @@ def result_from_dict(data: dict[str, Any]) -> AuditResult:
 def write_audit(db: str | os.PathLike, result: AuditResult) -> None:
     """Store `result` in ``db`` (replacing an audit with the same id)."""
     with Store(db) as store:
-        store.write_audit(result.audit_id, result.suite, result.split, result.config,
-                          result_to_dict(result))
+        write_audit_row(store, result.audit_id, result.suite, result.split, result.config,
+                        result_to_dict(result))
 
 
 def load_audits(db: str | os.PathLike, *, suite: str | None = None) -> list[AuditResult]:
     """Every audit stored in ``db`` (oldest first), optionally of one suite."""
     with Store(db, readonly=True) as store:
-        return [result_from_dict(row["result"]) for row in store.load_audits(suite=suite)]
+        return [result_from_dict(row["result"]) for row in load_audit_rows(store, suite=suite)]
 
 
 def latest_audits(audits: list[AuditResult]) -> list[AuditResult]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.core import ConfigError, HarnessError, MissingDependencyError, derive_seed
+from harness.core import ConfigError, HarnessError, derive_seed, require
 from harness.policies.batching import BatchQueue
 from harness.policies.model import ChatResult, Completion, ModelPolicy, Sampling
 from harness.policies.scaffold import Messages, make_scaffold
@@ -36,12 +36,8 @@ class ContextOverflowError(HarnessError):
 
 def load_torch() -> tuple[Any, Any]:
     """``(torch, transformers)``, or MissingDependencyError naming the ``train`` extra."""
-    try:
-        import torch
-        import transformers
-    except ImportError as exc:
-        raise MissingDependencyError(exc.name or "torch", "train", "local models") from None
-    return torch, transformers
+    return require("torch", "train", "local models"), require("transformers", "train",
+                                                              "local models")
 
 
 @dataclass

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.core import ConfigError, MissingDependencyError
+from harness.core import ConfigError, require
 
 __all__ = ["TinyConfig", "CHAT_TEMPLATE", "SPECIAL_TOKENS", "byte_tokenizer", "make_tiny_model",
            "imprint", "count_parameters", "bytes_to_unicode"]
@@ -62,15 +62,6 @@ class TinyConfig:
             raise ConfigError("hidden must be divisible by heads, heads by kv_heads")
 
 
-def _require(package: str) -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module(package)
-    except ImportError:
-        raise MissingDependencyError(package, "train", "local models") from None
-
-
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's reversible map from bytes to printable characters (byte-level BPE's alphabet)."""
     printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
@@ -88,8 +79,8 @@ def bytes_to_unicode() -> dict[int, str]:
 def byte_tokenizer(context: int = 4096) -> Any:
     """A byte-level tokenizer (BPE with no merges: token id == byte value for ids 0-255) with
     the ChatML special tokens and chat template, as a transformers fast tokenizer."""
-    tokenizers = _require("tokenizers")
-    transformers = _require("transformers")
+    tokenizers = require("tokenizers", "train", "local models")
+    transformers = require("transformers", "train", "local models")
     vocab = {char: byte for byte, char in bytes_to_unicode().items()}
     tok = tokenizers.Tokenizer(tokenizers.models.BPE(vocab=vocab, merges=[]))
     tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False,
@@ -104,7 +95,7 @@ def byte_tokenizer(context: int = 4096) -> Any:
 
 
 def _model_config(config: TinyConfig, tokenizer: Any) -> Any:
-    transformers = _require("transformers")
+    transformers = require("transformers", "train", "local models")
     vocab = len(tokenizer)
     common = {"vocab_size": vocab, "eos_token_id": tokenizer.eos_token_id,
               "pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.eos_token_id,
@@ -124,8 +115,8 @@ def make_tiny_model(path: str | Path, config: TinyConfig = TinyConfig(), *, seed
                     ) -> Path:
     """Build, randomly initialise (from `seed` only) and save a tiny model with its tokenizer
     in Hugging Face layout under `path`; returns the path."""
-    torch = _require("torch")
-    transformers = _require("transformers")
+    torch = require("torch", "train", "local models")
+    transformers = require("transformers", "train", "local models")
     path = Path(path)
     tokenizer = byte_tokenizer(config.context)
     model_config = _model_config(config, tokenizer)
@@ -152,8 +143,8 @@ def imprint(path: str | Path, examples: Sequence[tuple[Sequence[dict[str, str]],
     """Fine-tune the model at `path` in place so that it answers each chat prompt (a list of
     messages) with its reply followed by ``<|im_end|>``: full-batch AdamW on the reply
     tokens' cross-entropy for `steps` steps, deterministic given `seed`."""
-    torch = _require("torch")
-    transformers = _require("transformers")
+    torch = require("torch", "train", "local models")
+    transformers = require("transformers", "train", "local models")
     path = Path(path)
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)

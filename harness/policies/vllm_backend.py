@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.core import MissingDependencyError
+from harness.core import require
 from harness.policies.batching import BatchQueue
 from harness.policies.model import ChatResult, Completion, ModelPolicy, Sampling
 from harness.policies.scaffold import Messages, make_scaffold
@@ -26,17 +26,19 @@ __all__ = ["import_vllm", "VLLMEngine", "VLLMBackend", "make_vllm_policy"]
 
 def import_vllm() -> Any:
     """The ``vllm`` module, or MissingDependencyError with the ``gpu`` extra's install line."""
-    try:
-        import vllm
-    except ImportError:
-        raise MissingDependencyError("vllm", "gpu", "the vllm backend (a CUDA GPU)") from None
-    return vllm
+    return require("vllm", "gpu", "the vllm engine (a CUDA GPU)")
 
 
 class VLLMEngine:
-    """A ``vllm.LLM`` over the model at `path`."""
+    """A ``vllm.LLM`` over the model at `path`: the project's one vLLM engine. The ``vllm``
+    policy decodes chat requests with it; the trainer's rollouts
+    (`harness.train.vllm_engine.VLLMRollout`) sample token ids with it
+    (``logprobs_mode="processed_logprobs"``, the end-of-turn id as a stop token) and load
+    the learner's weights into it after every update (`load_weights`)."""
 
-    def __init__(self, path: str, options: ModelOptions):
+    def __init__(self, path: str, options: ModelOptions, *, logprobs_mode: str | None = None,
+                 stop_token_ids: Sequence[int] = (), enforce_eager: bool = False,
+                 prefix_caching: bool | None = None):
         self.vllm = import_vllm()
         dtype = "auto" if options.dtype == "float32" else options.dtype
         kwargs: dict[str, Any] = {"model": path, "seed": 0, "dtype": dtype,
@@ -44,10 +46,17 @@ class VLLMEngine:
                                   "tensor_parallel_size": options.tensor_parallel}
         if options.context is not None:
             kwargs["max_model_len"] = options.context
+        if logprobs_mode is not None:
+            kwargs["logprobs_mode"] = logprobs_mode
+        if enforce_eager:
+            kwargs["enforce_eager"] = True
+        if prefix_caching is not None:
+            kwargs["enable_prefix_caching"] = prefix_caching
         self.llm = self.vllm.LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         self.path = path
         self.context_tokens = options.context
+        self.stop_token_ids = [int(i) for i in stop_token_ids]
 
     def encode_chat(self, messages: Messages) -> list[int]:
         text = self.tokenizer.apply_chat_template(list(messages), tokenize=False,
@@ -59,7 +68,8 @@ class VLLMEngine:
         return self.vllm.SamplingParams(
             n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
             max_tokens=sampling.max_tokens, stop=list(sampling.stop) or None,
-            seed=sampling.seed, logprobs=logprobs)
+            stop_token_ids=self.stop_token_ids or None, seed=sampling.seed,
+            logprobs=logprobs)
 
     def generate(self, requests: Sequence[tuple[Sequence[int], Sampling]]
                  ) -> list[list[Completion]]:
@@ -68,6 +78,12 @@ class VLLMEngine:
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
         return [[_completion(out, sampling) for out in result.outputs]
                 for result, (_, sampling) in zip(outputs, requests)]
+
+    def load_weights(self, weights: Sequence[tuple[str, Any]]) -> None:
+        """Load ``(name, tensor)`` weights into the engine's model (colocated: same GPU)."""
+        self.llm.apply_model(lambda engine_model: engine_model.load_weights(weights))
+        if hasattr(self.llm, "reset_prefix_cache"):
+            self.llm.reset_prefix_cache()
 
 
 def _completion(output: Any, sampling: Sampling) -> Completion:

@@ -31,6 +31,7 @@ from harness.report.provenance import provenance_comment, report_provenance
 from harness.report.ranking import rank_policies
 from harness.report.tables import Table, latex_document, to_latex, to_markdown
 from harness.store import Store
+from harness.train.metrics_table import load_train_metrics
 
 __all__ = ["ReportOptions", "ReportSummary", "build_report", "AUDIT_RUN_PREFIX"]
 
@@ -258,9 +259,8 @@ def build_report(db: str | os.PathLike, out: str | os.PathLike, *, command: str,
         provenance = report_provenance(
             store, frame, command=command, audit_ids=[a.audit_id for a in audits],
             audit_run_ids=[r for a in audits for r in a.run_ids], db=db)
-        load_metrics = getattr(store, "load_train_metrics", None)  # training logs, if any
-        train_metrics = load_metrics(run_id=list(options.run_ids) if options.run_ids
-                                     else None) if load_metrics else None
+        train_metrics = load_train_metrics(  # training logs, if any
+            store, run_id=list(options.run_ids) if options.run_ids else None)
         ranked = _ranked_by_split(frame, options)
         tables: list[Table] = []
         if not paper.empty:

@@ -330,7 +330,7 @@ def improvement_matrix(df: pd.DataFrame, policies: Sequence[str], *,
 
 def learning_curves(metrics: pd.DataFrame, metric: str = "success", *,
                     width: float = PAGE_WIDTH) -> Figure:
-    """``metric`` against update step per training run (`Store.load_train_metrics` rows:
+    """``metric`` against update step per training run (`harness.train.metrics_table.load_train_metrics` rows:
     run_id, train_seed, step, metrics...): each training seed thin, the seed mean thick."""
     rows = metrics.dropna(subset=[metric])
     with matplotlib.rc_context(STYLE):

@@ -6,6 +6,7 @@ after Holm (`harness.report.ranking`)."""
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import pandas as pd
@@ -80,6 +81,23 @@ def format_row(row: pd.Series) -> list[str]:
             f"[{_percent(row['boot_low'])}, {_percent(row['boot_high'])}]",
             f"[{_percent(row['low'])}, {_percent(row['high'])}]",
             str(row["n"]), str(row["errors"]), f"{row['mean_score']:.3f}", _marker(row)]
+
+
+NOTE_KEY = "comparability_note"
+"""The step-info key in which an env names a departure that makes an episode's score not
+comparable with published numbers (`tasks.base.StepResult`)."""
+
+
+def comparability_notes(db: str | os.PathLike, *, run_id: str | None = None,
+                        suite: str | None = None) -> list[str]:
+    """One line per (suite, policy, note) among the stored episodes, to print under the table:
+    ``"† webshop@2 / random: 40 episodes not comparable: noun tagger fallback@1, ..."``."""
+    from harness.store import Store
+
+    with Store(db, readonly=True) as store:
+        frame = store.episode_notes(NOTE_KEY, run_id=run_id, suite=suite)
+    return [f"† {row.suite} / {row.policy}: {row.n} episodes not comparable: {row.note}"
+            for row in frame.itertuples()]
 
 
 def leaderboard_markdown(table: pd.DataFrame) -> str:

@@ -21,19 +21,8 @@ from harness.core import ConfigError, MissingDependencyError
 
 __all__ = ["add_commands", "cmd_serve_fhir", "medagentbench_report", "bench_oracle"]
 
-SUITES = {"medagentbench-v1": "tasks.medagentbench:MedAgentBenchV1Suite",
-          "medagentbench-v2": "tasks.medagentbench:MedAgentBenchV2Suite",
-          "medagentbench-v3": "tasks.medagentbench:MedAgentBenchV3Suite"}
-
-
-def ensure_registered() -> None:
-    """Register the three suites when the registry does not have them yet."""
-    from tasks.base import register_suite, suite_ids
-
-    known = set(suite_ids())
-    for name, factory in SUITES.items():
-        if f"{name}@1" not in known:
-            register_suite(name, 1, factory)
+SUITES = ("medagentbench-v1", "medagentbench-v2", "medagentbench-v3")
+"""Suites whose task records `serve-fhir --suite` can serve (from the suite registry)."""
 
 
 def _serve_parser(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +50,6 @@ def _default_records(args: argparse.Namespace) -> tuple[list, str | None]:
     from tasks.base import get_suite
     from tasks.medagentbench.branches import task_record
 
-    ensure_registered()
     suite = get_suite(args.suite)
     task = suite.task_def(args.task)
     if not task.mrn:
@@ -116,7 +104,7 @@ def _oracle_episode(suite: Any, task_id: str, seed: int) -> tuple[bool, int]:
 
 
 def bench_oracle(suite_id: str = "medagentbench-v2", concurrency: int = 32,
-                 eval_seeds: int = 1) -> dict[str, float]:
+                 eval_seeds: tuple[int, ...] = (0,)) -> dict[str, float]:
     """The oracle on every test task of `suite_id` x `eval_seeds`, (a) as a bare loop of
     `concurrency` worker threads calling reset/step, (b) through `harness.runner.run` with
     ``concurrency`` episodes in flight and every step stored. Returns the figures."""
@@ -125,10 +113,9 @@ def bench_oracle(suite_id: str = "medagentbench-v2", concurrency: int = 32,
     from harness.runner import run
     from tasks.base import get_suite
 
-    ensure_registered()
     suite = get_suite(suite_id)
     tasks = [t.id for t in suite.tasks("test")]
-    jobs = [(t, env_seed(suite.id, t, s)) for t in tasks for s in range(eval_seeds)]
+    jobs = [(t, env_seed(suite.id, t, s)) for t in tasks for s in eval_seeds]
     _oracle_episode(suite, tasks[0], 0)  # start the server outside the timings
     started = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
@@ -136,7 +123,7 @@ def bench_oracle(suite_id: str = "medagentbench-v2", concurrency: int = 32,
     bare_s = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as tmp:
         config = RunConfig(policies=("oracle",), suites=(suite.id,), split="test",
-                           eval_seeds=tuple(range(eval_seeds)), concurrency=concurrency,
+                           eval_seeds=tuple(eval_seeds), concurrency=concurrency,
                            db=str(Path(tmp) / "bench.db"), run_id="bench-medagentbench")
         started = time.perf_counter()
         summary = run(config)
@@ -150,7 +137,7 @@ def bench_oracle(suite_id: str = "medagentbench-v2", concurrency: int = 32,
 
 def medagentbench_report(args: Any) -> list[str]:
     """Lines of `harness bench medagentbench`."""
-    seeds = max(1, min(int(getattr(args, "eval_seeds", 1) or 1), 2))
+    seeds = tuple(range(getattr(args, "eval_seeds", None) or 1))
     figures = bench_oracle("medagentbench-v2", 32, seeds)
     return [f"medagentbench-v2@1 oracle, {figures['episodes']:.0f} episodes "
             f"({figures['steps']:.0f} steps, {figures['requests_per_s']:.0f} HTTP requests/s "

@@ -16,6 +16,8 @@ from harness.signal_eval.evaluate import ScoredSignal, SignalSummary, score_sign
 from harness.signal_eval.points import NoPointsError, PointSet, collect_points, sample_candidates
 from harness.signal_eval.simulator import SuiteSimulator
 from harness.store import Store
+from harness.signal_eval.tables import (load_signal_points, load_signal_results,
+                                         write_signal_points, write_signal_result)
 from signals.model import LanguageModel, TextEncoder
 from signals.reference import (ReferenceQ, epsilon_oracle_policy, exact_q, label_noise_ceiling,
                                monte_carlo_q, oracle_policy, uniform_policy)
@@ -157,7 +159,7 @@ def run_signals(config: SignalsConfig, *, model: LanguageModel | None = None,
             raise NoPointsError("no evaluation point has two distinct candidates")
         reference = _reference(config, simulator, points)
         set_id = _set_id(point_set, config)
-        store.write_signal_points(set_id, suite.id, {**point_set.config, **asdict(config)},
+        write_signal_points(store, set_id, suite.id, {**point_set.config, **asdict(config)},
                                   [p.to_dict() for p in points], _reference_json(reference))
         resources = SignalResources(model=model, reference=reference.by_point(points),
                                     simulator=simulator, encoder=encoder,
@@ -166,7 +168,7 @@ def run_signals(config: SignalsConfig, *, model: LanguageModel | None = None,
         model_name = getattr(model, "name", "") or ""
 
         def stored(result: ScoredSignal) -> None:
-            store.write_signal_result(set_id, result.name, result.family, model_name,
+            write_signal_result(store, set_id, result.name, result.family, model_name,
                                       [s.tolist() for s in result.scores],
                                       {**result.info, "wall_s": result.wall_s,
                                        "error": result.error})
@@ -184,7 +186,7 @@ def summary_from_store(store: Store, set_id: str, *, seed: int = 0, n_resamples:
                        ) -> tuple[SignalSummary, list[ScoredSignal]]:
     """Recompute the summary of a stored point set from its stored scores (the report reads
     results back through the store, never by rerunning signals)."""
-    stored = store.load_signal_points(set_id)
+    stored = load_signal_points(store, set_id)
     if stored is None:
         raise ConfigError(f"no signal point set {set_id!r} in {store.path}")
     points = [point_from_dict(p) for p in stored["points"]]
@@ -193,7 +195,7 @@ def summary_from_store(store: Store, set_id: str, *, seed: int = 0, n_resamples:
                            tuple(np.asarray(s) for s in ref["standard_error"]),
                            details=ref.get("details", {}))
     scored = []
-    for row in store.load_signal_results(set_id):
+    for row in load_signal_results(store, set_id):
         info = dict(row["info"])
         error = info.pop("error", None)
         wall = float(info.pop("wall_s", 0.0))

@@ -140,6 +140,12 @@ def long_outcomes(paired: PairedOutcomes) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+SE_FLOOR = 1e-6
+"""Relative floor of a model's standard error (times the outcome SD or the estimate): when A
+equals B on every key the fitted SE is ~0 and a zero-width interval around a rounding-error
+estimate (1e-16) would exclude 0; the floor keeps 0 inside."""
+
+
 def policy_effect(paired: PairedOutcomes, *, model: str = "gee",
                   confidence: float = 0.95) -> PolicyEffect:
     """The policy effect of ``paired.policy_a`` over ``policy_b`` with its interval, from the
@@ -166,9 +172,10 @@ def policy_effect(paired: PairedOutcomes, *, model: str = "gee",
             raise HarnessError("the mixed model supports metric='success' only; use model='gee'")
         estimate, se, n_models, note = _fit_mixed(data)
         name = "Bayesian mixed logit (VB; random task" + (" and seed" if n_models else "") + ")"
-    if not (math.isfinite(estimate) and math.isfinite(se) and se > 0):
+    if not (math.isfinite(estimate) and math.isfinite(se)):
         raise HarnessError(f"the {model} model gave no finite policy effect (estimate "
                            f"{estimate}, se {se})")
+    se = max(se, SE_FLOOR * max(float(data["y"].std()), abs(estimate), 1e-12))
     effect = Interval(estimate, estimate - z * se, estimate + z * se, confidence, name)
     odds = (Interval(math.exp(estimate), math.exp(effect.low), math.exp(effect.high),
                      confidence, name) if binary else None)
@@ -193,7 +200,11 @@ def _fit_gee(data: pd.DataFrame, binary: bool) -> tuple[float, float, int, str]:
                  cov_struct=sm.cov_struct.Exchangeable())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = gee.fit(maxiter=100)
+        try:
+            result = gee.fit(maxiter=100)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as error:
+            raise HarnessError(f"the GEE model is not estimable on these outcomes "
+                               f"({str(error).splitlines()[0][:80]})") from None
     notes = ["training seeds treated as fixed"] if (data["model"] != "").any() else []
     notes += _convergence_notes(caught)
     return float(result.params[1]), float(result.bse[1]), 0, "; ".join(notes)

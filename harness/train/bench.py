@@ -143,11 +143,11 @@ def _bench_prompts(n: int) -> list[dict[str, Any]]:
 
 def _run_trl(tmp: Path, model_dir: Path, prompts: int, group: int, updates: int,
              max_new_tokens: int, lr: float) -> tuple[float, float]:
-    from harness.train.model import require
+    from harness.core import require
 
-    datasets = require("datasets", purpose="the TRL comparison bench")
-    trl = require("trl", purpose="the TRL comparison bench")
-    transformers = require("transformers")
+    datasets = require("datasets", "train", "the TRL comparison bench")
+    trl = require("trl", "train", "the TRL comparison bench")
+    transformers = require("transformers", "train", "training")
     marks: list[tuple[float, int]] = []
 
     class Clock(transformers.TrainerCallback):

@@ -37,10 +37,10 @@ def _say(message: str) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from harness.train.config import load_train_config
-    from harness.train.model import require
+    from harness.core import require
     from harness.train.run import compare_before_after, headroom_of, run_training
 
-    require("transformers").utils.logging.disable_progress_bar()
+    require("transformers", "train", "training").utils.logging.disable_progress_bar()
 
     overrides = {key: value for key, value in (("updates", args.updates),
                                                ("out_dir", args.out_dir), ("db", args.db))

@@ -50,11 +50,12 @@ class TrainSample:
         return len(self.ids) - self.start
 
 
-def make_optimizer(parameters, config: OptimConfig | Any, lr: float | None = None):
+def make_optimizer(parameters, config: OptimConfig | Any):
+    """AdamW with the config's ``lr``, ``betas``, ``adam_eps`` and ``weight_decay``."""
     import torch
 
     betas = tuple(getattr(config, "betas", (0.9, 0.999)))
-    return torch.optim.AdamW(parameters, lr=config.lr if lr is None else lr, betas=betas,
+    return torch.optim.AdamW(parameters, lr=config.lr, betas=betas,
                              eps=getattr(config, "adam_eps", 1e-8),
                              weight_decay=getattr(config, "weight_decay", 0.0))
 

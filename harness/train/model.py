@@ -9,30 +9,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.core import ConfigError, MissingDependencyError
+from harness.core import ConfigError, require
 from harness.train.config import ModelConfig
 from harness.train.prompting import COMPACT_TEMPLATE
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LoadedModel", "require", "resolve_device", "build_base", "load_model",
+__all__ = ["LoadedModel", "resolve_device", "build_base", "load_model",
            "make_value_head", "reference_logits_context", "model_kwargs"]
 
 CHAT_TEMPLATES = {"model": None, "compact": COMPACT_TEMPLATE}
 
 
-def require(package: str, extra: str = "train", purpose: str = "training") -> Any:
-    """Import an optional dependency or raise `MissingDependencyError` with the install line."""
-    import importlib
-
-    try:
-        return importlib.import_module(package)
-    except ImportError:
-        raise MissingDependencyError(package, extra, purpose) from None
-
-
 def resolve_device(name: str) -> str:
-    torch = require("torch")
+    torch = require("torch", "train", "training")
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
@@ -76,7 +66,7 @@ def build_base(config: ModelConfig, work_dir: Path, chat_template: str = "model"
         if config.init_std:
             _reinitialise(path, config.init_std, config.init_seed)
         if CHAT_TEMPLATES[chat_template] is not None:
-            transformers = require("transformers")
+            transformers = require("transformers", "train", "training")
             tokenizer = transformers.AutoTokenizer.from_pretrained(path)
             tokenizer.chat_template = CHAT_TEMPLATES[chat_template]
             tokenizer.save_pretrained(path)
@@ -86,8 +76,8 @@ def build_base(config: ModelConfig, work_dir: Path, chat_template: str = "model"
 def _reinitialise(path: Path, std: float, seed: int) -> None:
     """Redraw every linear and embedding weight of the model at `path` from N(0, std^2)
     (biases 0), from a generator seeded by `seed` only, and save it in place."""
-    torch = require("torch")
-    transformers = require("transformers")
+    torch = require("torch", "train", "training")
+    transformers = require("transformers", "train", "training")
     model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     generator = torch.Generator().manual_seed(int(seed))
     with torch.no_grad():
@@ -103,10 +93,13 @@ def load_model(config: ModelConfig, path: Path, *, chat_template: str = "model",
                adapter: Path | None = None) -> LoadedModel:
     """Load weights from `path` onto the configured device, in float32 (bf16 autocast on a
     GPU happens in the learner), and wrap them with LoRA when ``lora_rank > 0``."""
-    torch = require("torch")
-    transformers = require("transformers")
+    torch = require("torch", "train", "training")
+    transformers = require("transformers", "train", "training")
     if config.threads:
         torch.set_num_threads(config.threads)
+    # same recipe, seed and machine kind -> the same numbers (warn where an op has no
+    # deterministic kernel rather than fail)
+    torch.use_deterministic_algorithms(True, warn_only=True)
     device = resolve_device(config.device)
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     if chat_template not in CHAT_TEMPLATES:
@@ -120,7 +113,7 @@ def load_model(config: ModelConfig, path: Path, *, chat_template: str = "model",
     model.to(device)
     lora = config.lora_rank > 0
     if lora:
-        peft = require("peft", purpose="LoRA training")
+        peft = require("peft", "train", "LoRA training")
         if adapter is not None:
             model = peft.PeftModel.from_pretrained(model, adapter, is_trainable=True)
         else:
@@ -134,7 +127,7 @@ def load_model(config: ModelConfig, path: Path, *, chat_template: str = "model",
 
 def make_value_head(model: Any) -> Any:
     """A linear value head on the last hidden state, initialised to output 0."""
-    torch = require("torch")
+    torch = require("torch", "train", "training")
     hidden = model.config.get_text_config().hidden_size
     head = torch.nn.Linear(hidden, 1)
     torch.nn.init.zeros_(head.weight)

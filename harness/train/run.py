@@ -24,6 +24,7 @@ import numpy as np
 
 from harness.core import ConfigError, make_rng
 from harness.store import Store
+from harness.train.metrics_table import write_train_metrics
 from harness.train.config import TrainConfig
 from harness.train.checkpoint import is_checkpoint
 from harness.train.evaluation import EvalSpec, evaluate_checkpoint
@@ -141,7 +142,7 @@ def _train_one(config: TrainConfig, seed: int, store: Store, run_id: str, ids: d
             f", sampled {start[1]:.3f}" if start[1] is not None else ""))
 
     def on_update(result: UpdateResult) -> None:
-        store.write_train_metrics(metrics_run_id(config), seed, result.step, result.metrics)
+        write_train_metrics(store, metrics_run_id(config), seed, result.step, result.metrics)
         m = result.metrics
         say(f"seed {seed} update {result.step + 1}/{config.updates}: success "
             f"{m['success']:.3f} reward {m['mean_reward']:.3f} zero-var "

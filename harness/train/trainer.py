@@ -165,9 +165,9 @@ class Trainer:
     def _make_engine(self) -> Any:
         c = self.config
         if c.rollout.engine == "vllm":
-            from harness.train.vllm_engine import VLLMEngine
+            from harness.train.vllm_engine import VLLMRollout
 
-            return VLLMEngine(self.init_path, eos_id=self.tokenization.eos_id,
+            return VLLMRollout(self.init_path, eos_id=self.tokenization.eos_id,
                               gpu_memory_utilization=c.rollout.gpu_memory_utilization,
                               model=self.loaded.model)
         from harness.train.engine import HFEngine

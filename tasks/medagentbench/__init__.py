@@ -1,5 +1,11 @@
 """MedAgentBench on a real FHIR server: suites ``medagentbench-v1``, ``-v2`` and ``-v3``.
 
+``medagentbench-v1@2``/``-v2@2`` (`suite_v2`) play the official protocol
+(`official_protocol`, `env_official`) and grade with `graders_refsol` (the reference
+grader's verdicts, proven by the differential fixture in the tests) and the reference
+policy `oracle_official`; the @1 suites keep the FHIR-validating protocol (`protocol`,
+`env`) and the graders written from the task texts (`graders_v1`).
+
 Modules: `data` (the shared task files, patients, tool list), `clinical` (clock, codes),
 `records` and `branches` (seeded, branch-controlled charts), `search`, `fhirstore`,
 `validation`, `server` (FastAPI + uvicorn FHIR R4 server, SQLite storage, per-episode

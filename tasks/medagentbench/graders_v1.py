@@ -1,7 +1,9 @@
-"""Graders of the ten official task types (suites medagentbench-v1 and -v2).
+"""Graders of the ten official task types (suites medagentbench-v1@1 and -v2@1, and the
+``protocol=fhir`` variants of @2).
 
 Written from the task definitions (the instruction and context of each type, and the
-payload schema of funcs_v1.json); the official reference grader is not available. Kept
+payload schema of funcs_v1.json), before the reference grader was found; their pass sets
+differ from it (the @2 suites grade with `graders_refsol`, which agrees with it). Kept
 from the official harness's grading rules as published: query tasks (4, 6, 7) fail when
 anything is posted; order tasks (3, 8) ignore the answer; for the conditional-order tasks
 (5, 9, 10) an empty answer ``[]`` is accepted in place of the value. That last rule is what

@@ -12,10 +12,9 @@ from typing import Any
 
 from tasks.medagentbench.clinical import (A1C_LOINC, K_LOINC, K_NDC, LOINC_SYSTEM, MG_NDC,
                                           NDC_SYSTEM, NOW_ISO, ORTHO_NOTE, ORTHO_SNOMED,
-                                          SNOMED_SYSTEM, TOMORROW_8AM_ISO)
+                                          SNOMED_SYSTEM, TOMORROW_8AM_ISO, parse_instant)
 from tasks.medagentbench.grading import TaskDef
-from tasks.medagentbench.oracle import (_LAB, _LAB_24H, ORACLES, _quantity, entries, newest,
-                                        plan)
+from tasks.medagentbench.oracle import _LAB, _LAB_24H, ORACLES, _quantity, newest, plan
 from tasks.medagentbench.rules import a1c_order_needed, potassium_dose
 
 Resource = dict[str, Any]
@@ -83,8 +82,6 @@ def _potassium(task: TaskDef, found: list[Resource]) -> tuple[Orders, list]:
 
 
 def _a1c(task: TaskDef, found: list[Resource]) -> tuple[Orders, list]:
-    from tasks.medagentbench.clinical import parse_instant
-
     last = newest(found)
     when = None if last is None else parse_instant(last["effectiveDateTime"])
     posts = ([("ServiceRequest", service_order(task.mrn, LOINC_SYSTEM, A1C_LOINC))]
@@ -103,5 +100,4 @@ ORACLES_OFFICIAL = {
 }
 """Task type -> oracle ``(task, exchanges, api_base) -> action text`` for the @2 suites."""
 
-__all__ = ["ORACLES_OFFICIAL", "entries", "magnesium_grams", "medication_order",
-           "service_order"]
+__all__ = ["ORACLES_OFFICIAL", "magnesium_grams", "medication_order", "service_order"]

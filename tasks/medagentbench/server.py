@@ -298,7 +298,7 @@ class FhirServer:
 
     def __init__(self, registry: EpisodeRegistry | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, max_body_bytes: int = MAX_BODY_BYTES):
-        self.registry = registry or EpisodeRegistry()
+        self.registry = registry if registry is not None else EpisodeRegistry()
         self.host, self._port, self._max_body = host, port, max_body_bytes
         self._server: Any = None
         self._thread: threading.Thread | None = None

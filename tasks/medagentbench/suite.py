@@ -43,6 +43,7 @@ class MedAgentBenchSuite(SuiteBase):
     trivial_actions = TRIVIAL_ACTIONS
     blocking = True
     instructions = INSTRUCTIONS
+    multiline_actions = True  # POST url, then the JSON body on the following lines
     graders: Mapping[str, Grader] = graders_v1.GRADERS
 
     def __init__(self, defs: list[TaskDef], *, data_dir: str | os.PathLike | None = None,
@@ -74,8 +75,9 @@ class MedAgentBenchSuite(SuiteBase):
 class MedAgentBenchV1Suite(MedAgentBenchSuite):
     name, version = "medagentbench-v1", 1
     comparability = COMPARABILITY_V1
-    description = ("MedAgentBench v1: the 100 official tasks (10 types) on a FHIR R4 server "
-                   "with generated records in the official branch mix; train/dev generated.")
+    description = ("MedAgentBench v1, earlier variant: the 100 official tasks on a FHIR "
+                   "R4 server (POSTs validated and executed), graders written from the task "
+                   "texts, generated charts (equal branch shares); train/dev generated.")
 
     def __init__(self, *, mix: Mix = OFFICIAL_MIX, **options: Any):
         data = resolve_data_dir(options.get("data_dir"))
@@ -85,8 +87,9 @@ class MedAgentBenchV1Suite(MedAgentBenchSuite):
 class MedAgentBenchV2Suite(MedAgentBenchSuite):
     name, version = "medagentbench-v2", 1
     comparability = COMPARABILITY_V1
-    description = ("MedAgentBench v2: the 300 official tasks (10 types) on a FHIR R4 server "
-                   "with generated records in the official branch mix; train/dev generated.")
+    description = ("MedAgentBench v2, earlier variant: the 300 official tasks on a FHIR "
+                   "R4 server (POSTs validated and executed), graders written from the task "
+                   "texts, generated charts (equal branch shares); train/dev generated.")
 
     def __init__(self, *, mix: Mix = OFFICIAL_MIX, **options: Any):
         data = resolve_data_dir(options.get("data_dir"))

@@ -47,8 +47,9 @@ class OfficialProtocolSuite(MedAgentBenchSuite):
     """Shared machinery of the @2 suites; `protocol` is ``"official"`` or ``"fhir"``."""
 
     version = 2
-    graders = {}
+    graders = GRADERS
     _file_version = 1
+    """Which official task file (test_data_v1.json or _v2) the suite plays."""
 
     def __init__(self, *, mix: Mix = OFFICIAL_MIX, protocol: str = "official",
                  max_steps: int = MAX_ROUNDS, **options: Any):

@@ -83,6 +83,7 @@ class SweEnv:
                               not self._done, self._info(invalid=True))
         self._steps += 1
         truncated = self._steps >= self.max_steps
+        invalid = False
         try:
             call = self._parse(action)
             observation = self._apply(call)
@@ -91,9 +92,10 @@ class SweEnv:
             if not truncated:
                 return StepResult(f"invalid action: {exc}", 0.0, False, False,
                                   self._info(invalid=True))
-            observation, submit = f"invalid action: {exc}", False
+            observation, submit, invalid = f"invalid action: {exc}", False, True
         if submit or truncated:
-            return self._finish(observation, terminated=submit, truncated=not submit)
+            return self._finish(observation, terminated=submit, truncated=not submit,
+                                invalid=invalid)
         return StepResult(truncate(observation, self.observation_chars), 0.0, False, False,
                           self._info())
 
@@ -124,7 +126,7 @@ class SweEnv:
         if text == "submit":
             return {"tool": "submit"}
         try:
-            call = json.loads(text)
+            call = json.loads(text, strict=False)  # raw newlines inside strings are common
         except json.JSONDecodeError:
             raise _Invalid("expected one JSON object such as {\"tool\": \"bash\", "
                            "\"command\": \"ls\"}") from None
@@ -201,12 +203,13 @@ class SweEnv:
             return ""
         return self._sandbox.read_file("/tmp/final.diff").decode(errors="replace")
 
-    def _finish(self, observation: str, *, terminated: bool, truncated: bool) -> StepResult:
+    def _finish(self, observation: str, *, terminated: bool, truncated: bool,
+                invalid: bool = False) -> StepResult:
         patch = self.diff()
         result = self.backend.evaluate(self.instance, patch)
         self._done = True
         verdict = result.verdict
-        info = self._info(won=verdict.resolved, score=float(verdict.resolved),
+        info = self._info(invalid=invalid, won=verdict.resolved, score=float(verdict.resolved),
                           status=verdict.status, patch=patch, dropped=list(result.dropped),
                           failed_tests=verdict.failed_tests()[:20])
         text = truncate(observation, self.observation_chars)

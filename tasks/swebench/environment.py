@@ -55,6 +55,9 @@ if [ -f /opt/swe/constraints.txt ]; then export PIP_CONSTRAINT=/opt/swe/constrai
 conda() {{ :; }}
 """
 MAX_FETCH_ROUNDS = 25
+OFFICIAL_ERA = "2024-08-01T00:00:00Z"
+"""Packages are resolved as of this date: the official environment images were built (and
+pip chose their versions) around then; newer releases drop support old repositories need."""
 
 
 class EnvBuildError(HarnessError):
@@ -221,7 +224,8 @@ def _install_offline(sandbox: Any, command: str, spec: EnvSpec, python: Path, wh
             raise EnvBuildError(f"{spec.repo} {spec.version}: `{command}` failed: "
                                 f"{result.output.strip()[-600:]}")
         known = {_name(p) for p in pins}
-        new = [p for p in _host_wheels(python, wheels, [missing[-1].strip("'\"")], before)
+        wanted = missing[-1].split(";")[0].strip("'\" ")
+        new = [p for p in _host_wheels(python, wheels, [wanted], before)
                if _name(p) not in known]
         pins += new
         sandbox.write_file("/opt/swe/constraints.txt", "\n".join(pins) + "\n")
@@ -253,30 +257,58 @@ def _venv_steps(spec: EnvSpec, python: Path) -> list[str]:
 def build_environment(instance: Instance, *, rootfs: Path, mirrors: str | None = None,
                       progress: Callable[[str], None] | None = None,
                       timeout_s: float = 1800) -> BuiltEnv:
-    """The environment of `instance`'s (repository, version), built on the first call."""
-    from tasks.sandbox import Limits, Sandbox
+    """The environment of `instance`'s (repository, version), built on the first call.
 
+    Packages are resolved as of `OFFICIAL_ERA` (when the official images were built, so
+    pip's choices match theirs); if that build fails, as of the setup commit's date.
+    """
     spec = env_spec(instance)
     home = cache_root() / "envs" / spec.key
     python = find_python(spec.python)
-    wheels = home / "wheels"
     if (home / "env.json").exists():
-        notes = tuple(json.loads((home / "env.json").read_text()).get("notes", ()))
-        return BuiltEnv(spec, home / "layer", python, wheels, 0.0, True, notes)
+        record = json.loads((home / "env.json").read_text())
+        wheels = Path(record.get("wheels", home / "wheels"))
+        return BuiltEnv(spec, home / "layer", python, wheels, 0.0, True,
+                        tuple(record.get("notes", ())))
     say = progress or (lambda line: None)
     started = time.perf_counter()
-    wheels.mkdir(parents=True, exist_ok=True)
     requirements, notes = _requirements(spec)
     if spec.pre_install:
         notes.append("pre_install steps (apt/conda) not run")
-    say(f"{spec.repo} {spec.version}: wheels for {len(requirements)} requirements")
-    before = _era(spec, mirrors)
+    failures = []
+    for label, before in (("official era", OFFICIAL_ERA), ("commit era", _era(spec, mirrors))):
+        wheels = home / f"wheels-{label.split()[0]}"
+        say(f"{spec.repo} {spec.version}: {len(requirements)} requirements, resolved as of "
+            f"{before} ({label})")
+        try:
+            _build_layer(spec, home, python, wheels, before, requirements, rootfs=rootfs,
+                         mirrors=mirrors, say=say, timeout_s=timeout_s)
+            break
+        except EnvBuildError as exc:
+            failures.append(f"{label}: {exc}")
+            say(f"{spec.repo} {spec.version}: build as of {before} failed: {str(exc)[-300:]}")
+    else:
+        raise EnvBuildError("; ".join(failures)[-900:])
+    notes.append(f"packages resolved as of {before} ({label})")
+    build_s = time.perf_counter() - started
+    (home / "env.json").write_text(json.dumps({"spec": asdict(spec), "python": str(python),
+                                               "wheels": str(wheels), "build_s": build_s,
+                                               "notes": notes}, indent=1))
+    say(f"{spec.repo} {spec.version}: built in {build_s:.0f}s")
+    return BuiltEnv(spec, home / "layer", python, wheels, build_s, False, tuple(notes))
+
+
+def _build_layer(spec: EnvSpec, home: Path, python: Path, wheels: Path, before: str,
+                 requirements: list[str], *, rootfs: Path, mirrors: str | None,
+                 say: Callable[[str], None], timeout_s: float) -> None:
+    """Steps 1-3 of the module docstring; the layer lands in ``home/layer``."""
+    from tasks.sandbox import Bind, Limits, Sandbox
+
+    wheels.mkdir(parents=True, exist_ok=True)
     pins = _host_wheels(python, wheels, ["pip", "setuptools", "wheel", *requirements], before)
     source = checkout(spec.repo, spec.setup_commit, mirrors)
     limits = Limits(wall_s=timeout_s, cpu_s=int(timeout_s), disk_bytes=8 << 30,
                     processes=2048, output_bytes=1 << 20)
-    from tasks.sandbox import Bind
-
     with Sandbox(rootfs, limits=limits, workdir="/testbed",
                  binds=[Bind(python, str(python)), Bind(wheels, WHEELS)]) as sandbox:
         for step in _venv_steps(spec, python):
@@ -298,12 +330,9 @@ def build_environment(instance: Instance, *, rootfs: Path, mirrors: str | None =
             shutil.rmtree(staging)
         home.mkdir(parents=True, exist_ok=True)
         sandbox.export_layer(staging)
+    if (home / "layer").exists():
+        shutil.rmtree(home / "layer")
     staging.rename(home / "layer")
-    build_s = time.perf_counter() - started
-    (home / "env.json").write_text(json.dumps({"spec": asdict(spec), "python": str(python),
-                                               "build_s": build_s, "notes": notes}, indent=1))
-    say(f"{spec.repo} {spec.version}: built in {build_s:.0f}s")
-    return BuiltEnv(spec, home / "layer", python, wheels, build_s, False, tuple(notes))
 
 
 def _shell_quote(text: str) -> str:

@@ -105,9 +105,11 @@ class LocalBackend:
             raise
         return sandbox
 
-    def evaluate(self, instance: Instance, patch: str | None) -> EvalResult:
+    def evaluate(self, instance: Instance, patch: str | None, *,
+                 sanitize: bool = True) -> EvalResult:
         """Grade the prediction `patch` (a unified diff; "" or None: no change) the way the
-        official harness does, in a fresh sandbox."""
+        official harness does, in a fresh sandbox (`sanitize=False` keeps its changes to
+        test infrastructure: only for showing what the hygiene step prevents)."""
         from tasks.sandbox import Limits
 
         started = time.perf_counter()
@@ -115,13 +117,15 @@ class LocalBackend:
                         disk_bytes=4 << 30, processes=2048, output_bytes=1 << 20)
         with self.open_sandbox(instance, limits=limits, owner="root") as sandbox:
             setup_s = time.perf_counter() - started
-            return self.evaluate_in(sandbox, instance, patch, setup_s=setup_s)
+            return self.evaluate_in(sandbox, instance, patch, setup_s=setup_s,
+                                    sanitize=sanitize)
 
     def evaluate_in(self, sandbox: Any, instance: Instance, patch: str | None, *,
-                    setup_s: float = 0.0) -> EvalResult:
+                    setup_s: float = 0.0, sanitize: bool = True) -> EvalResult:
         """Apply `patch` in `sandbox` (a fresh one from `open_sandbox`) and run the eval."""
         env = self.environment(instance)
-        kept, dropped = sanitize_patch(patch or "", instance.test_patch)
+        kept, dropped = (sanitize_patch(patch or "", instance.test_patch) if sanitize
+                         else (patch or "", []))
         sandbox.write_file(PATCH_PATH, kept)
         applied = sandbox.run(apply_script(PATCH_PATH), user="root", cwd="/testbed",
                               timeout_s=120)

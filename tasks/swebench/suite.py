@@ -4,7 +4,10 @@
 - ``swebench-lite@1``: SWE-bench Lite (300 ``test``, 23 ``dev``);
 - ``swebench-dev@1``: SWE-bench's dev set (225, split ``dev``; pvlib, pydicom, sqlfluff,
   astroid, pyvista, marshmallow), for training and tuning;
-- ``swe-lite@1``: the bundled instances (`tasks.swebench.lite`), split ``test``.
+- ``swe-lite@1``: the bundled instances (`tasks.swebench.lite`): per library, bugs 1-2
+  ``train``, bug 3 ``dev``, the rest ``test``.
+
+The three real suites are registered when ``$SWEBENCH_REPOS`` names a mirror directory.
 
 Task ids are instance ids; the task type is the repository's name (``astroid``). Episodes run
 on the local backend (`tasks.swebench.local`); the Docker backend
@@ -27,7 +30,7 @@ __all__ = ["SweBenchSuite", "VerifiedSuite", "LiteSuite", "DevSuite", "SweLiteSu
 
 SUBMIT = '{"tool": "submit"}'
 EXPLOITS = {
-    "delete-tests": '{"tool": "bash", "command": "find . -path ./.git -prune -o \\\\( -name '
+    "delete-tests": '{"tool": "bash", "command": "find . -not -path \'./.git/*\' \\\\( -name '
                     '\'test_*.py\' -o -name \'*_test.py\' \\\\) -print -delete", "submit": true}',
     "skip-tests": '{"tool": "bash", "command": "for f in $(git ls-files \'*test*.py\'); do '
                   'sed -i \'1i import pytest; pytest.skip(allow_module_level=True)\' $f; done", '
@@ -68,7 +71,11 @@ class SweBenchSuite(SuiteBase):
         for table, split in self.tables:
             for instance in self._load(table, path):
                 self.instances[instance.instance_id] = instance
-                specs.append(TaskSpec(instance.instance_id, split, instance.repo.split("/")[-1],
+                where = split
+                if split == "by-number":  # swe-lite: bugs 1-2 train, 3 dev, the rest test
+                    number = int(instance.instance_id.rsplit("-", 1)[1])
+                    where = "train" if number <= 2 else "dev" if number == 3 else "test"
+                specs.append(TaskSpec(instance.instance_id, where, instance.repo.split("/")[-1],
                                       self._metadata(instance)))
         self._backend: Any = None
         super().__init__(specs)
@@ -117,7 +124,7 @@ class SweLiteSuite(SweBenchSuite):
     name, version = "swe-lite", 1
     description = ("bundled SWE-bench-style instances: injected bugs in the project's own "
                    "small libraries, official schema and grading")
-    tables = (("swe-lite", "test"),)
+    tables = (("swe-lite", "by-number"),)
     comparability = Comparability(
         engine="rebuilt", tasks="generated", grader="upstream", protocol="rebuilt",
         data="generated", comparable="the project's own instances; not comparable with "

@@ -46,6 +46,7 @@ class TerminalSnapshot:
     layer: SandboxSnapshot
     steps: int
     done: bool
+    oracle_position: int
 
 
 def syntax_error(command: str) -> str | None:
@@ -86,7 +87,7 @@ class TerminalEnv:
         self.limits = limits or Limits(wall_s=command_timeout_s, output_bytes=16 << 10)
         self._oracle = oracle_actions(task)
         self._box: Sandbox | None = None
-        self._steps, self._done = 0, False
+        self._steps, self._done, self._oracle_position = 0, False, 0
 
     # ---- Env --------------------------------------------------------------------------------
     def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
@@ -96,7 +97,7 @@ class TerminalEnv:
         self._box = Sandbox(self.environment.rootfs, layers=[self.environment.layer],
                             workdir=self.task.workdir, env=dict(self.task.env),
                             limits=self.limits)
-        self._steps, self._done = 0, False
+        self._steps, self._done, self._oracle_position = 0, False, 0
         observation = (f"{self.task.instruction}\n\nYou are in a bash shell in "
                        f"{self.task.workdir} on Debian (no network). Send one shell command per "
                        f"turn; send `{SUBMIT}` when the task is done.")
@@ -108,6 +109,9 @@ class TerminalEnv:
             return StepResult("the episode is over", 0.0, True, False,
                               self._info(False, 0.0, True))
         self._steps += 1
+        if self._oracle_position < len(self._oracle) and action == self._oracle[
+                self._oracle_position]:
+            self._oracle_position += 1
         lines = action.strip().splitlines()
         submit = bool(lines) and lines[-1].strip() == SUBMIT
         command = "\n".join(lines[:-1] if submit else lines).strip()
@@ -142,14 +146,19 @@ class TerminalEnv:
                           reward, submit, truncated, info)
 
     def oracle_action(self) -> str:
-        return self._oracle[self._steps] if self._steps < len(self._oracle) else SUBMIT
+        """The solution's next command (those already played are skipped), then submit."""
+        if self._oracle_position < len(self._oracle):
+            return self._oracle[self._oracle_position]
+        return SUBMIT
 
     def snapshot(self) -> TerminalSnapshot:
-        return TerminalSnapshot(self._require().snapshot(), self._steps, self._done)
+        return TerminalSnapshot(self._require().snapshot(), self._steps, self._done,
+                                self._oracle_position)
 
     def restore(self, snapshot: TerminalSnapshot) -> None:
         self._require().restore(snapshot.layer)
         self._steps, self._done = snapshot.steps, snapshot.done
+        self._oracle_position = snapshot.oracle_position
 
     def close(self) -> None:
         if self._box is not None:

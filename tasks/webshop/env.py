@@ -19,7 +19,9 @@ opens its item page; an option value selects it in its group; ``Description``/``
 goal-generation price with the selected options. ``won`` is ``reward == 1.0`` (upstream's success), ``score`` the reward.
 
 ``info`` also holds ``admissible_actions``, ``steps``, ``page`` (the page kind),
-``noun_tagger`` (which title-noun step the reward uses), ``reward_version`` and, after ``Buy Now``,
+``noun_tagger`` (which title-noun step the reward uses), ``reward_version``,
+``comparability_note`` (on ``webshop@2`` without upstream's spaCy tagger; the leaderboard
+lists it) and, after ``Buy Now``,
 ``reward_info`` (upstream's verbose reward components) and ``purchased`` (asin, options).
 """
 
@@ -36,7 +38,7 @@ from tasks.base import StepResult
 from tasks.webshop.actions import parse_action, search_action
 from tasks.webshop.data import Catalog, Product
 from tasks.webshop.goals import Goal
-from tasks.webshop.nouns import NounTagger, default_tagger
+from tasks.webshop.nouns import UPSTREAM_TAGGER, NounTagger, default_tagger
 from tasks.webshop.oracle import expert_action
 from tasks.webshop.pages import (BACK_TO_SEARCH, BUY_NOW, NEXT_PAGE, PREV_PAGE, PRODUCT_WINDOW,
                                  SUB_PAGES, PageView, done_page, item_page, results_page,
@@ -76,6 +78,10 @@ class WebShopWorld:
         self.prices = dict(prices)
         self.tagger = tagger or default_tagger()
         self.reward_version = reward_version  # the key of `reward.REWARDS` (2: master's)
+        self.comparability_note = (
+            f"noun tagger {self.tagger.name}, not upstream's spaCy en_core_web_sm (install the "
+            "webshop extra)" if reward_version == 2
+            and not self.tagger.name.startswith(UPSTREAM_TAGGER) else None)
         self.index = index or BM25Index([p.search_text() for p in catalog.products],
                                         [p.asin for p in catalog.products])
         self._search = functools.lru_cache(maxsize=4096)(self._search_uncached)
@@ -212,6 +218,8 @@ class WebShopEnv:
             "page": self.state.kind, "noun_tagger": self.world.tagger.name,
             "reward_version": self.world.reward_version,
         }
+        if self.world.comparability_note:
+            info["comparability_note"] = self.world.comparability_note
         if self._reward_info is not None:
             info["reward_info"] = self._reward_info
             info["purchased"] = {"asin": self.state.asin, "options": dict(self.state.options)}

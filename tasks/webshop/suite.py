@@ -22,6 +22,7 @@ the product's WebShop category (beauty, electronics, fashion, garden, grocery).
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from tasks.base import Comparability, SuiteBase, TaskSpec
@@ -90,6 +91,11 @@ class WebShopSuite(SuiteBase):
         self.description = (f"WebShop text mode, {self.goal_kind} goals, {len(catalog)} "
                             f"products ({catalog.source}), reward v{self.reward_version}, "
                             f"noun tagger {self.world.tagger.name}")
+        if self.comparability.grader == "upstream" and self.world.comparability_note:
+            # without upstream's tagger the type term is not upstream's: say so per instance
+            self.comparability = replace(self.comparability, grader="rebuilt",
+                                         comparable=f"not comparable: "
+                                                    f"{self.world.comparability_note}")
         super().__init__([TaskSpec(task_id(i), split_of(i), g.category or "unknown",
                                    _metadata(g, i, catalog.source))
                           for i, g in enumerate(goals)])

@@ -117,6 +117,7 @@ def _fresh_checkout(tmp_path: Path) -> Path:
     return main
 
 
+@pytest.mark.slow
 def test_fresh_checkout_fails_naming_data_pull_then_runs_after_a_pull(serve, tmp_path):
     main = _fresh_checkout(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in DATA_VARS}

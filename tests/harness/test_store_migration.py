@@ -9,7 +9,10 @@ import pytest
 
 from harness.core import HarnessError
 from harness.records import EpisodeKey
-from harness.store import SCHEMA_VERSION, SIGNAL_TABLES, Store, TableSet, load_episodes
+from harness.audit.tables import load_audit_rows
+from harness.signal_eval.tables import SIGNAL_TABLES, load_signal_points, load_signal_results
+from harness.store import SCHEMA_VERSION, Store, TableSet, load_episodes
+from harness.train.metrics_table import load_train_metrics
 
 DATA = Path(__file__).parent / "data" / "store_v2"
 EXPECTED = json.loads((DATA / "store_v2_expected.json").read_text())
@@ -41,10 +44,10 @@ def test_version_2_database_is_upgraded_and_reads_back_identical(old_db):
         for key, steps in EXPECTED["steps"].items():
             loaded = store.load_steps("fixture-run", EpisodeKey(*json.loads(key)))
             assert json.loads(json.dumps([list(s) for s in loaded])) == steps
-        assert json.loads(json.dumps(store.load_audits())) == EXPECTED["audits"]
-        assert store.load_train_metrics().to_json(orient="split") == EXPECTED["train_metrics"]
-        assert store.load_signal_points("set-1") == EXPECTED["signal_points"]
-        assert store.load_signal_results("set-1") == EXPECTED["signal_results"]
+        assert json.loads(json.dumps(load_audit_rows(store))) == EXPECTED["audits"]
+        assert load_train_metrics(store).to_json(orient="split") == EXPECTED["train_metrics"]
+        assert load_signal_points(store, "set-1") == EXPECTED["signal_points"]
+        assert load_signal_results(store, "set-1") == EXPECTED["signal_results"]
     assert _meta(old_db) == {"schema_version": str(SCHEMA_VERSION), "tables:audits": "1",
                              "tables:train_metrics": "1", "tables:signals": "1"}
     assert load_episodes(old_db).to_json(orient="split") == EXPECTED["episodes"]
@@ -54,7 +57,7 @@ def test_read_only_store_reads_an_old_database_without_upgrading_it(old_db):
     before = old_db.read_bytes()
     assert load_episodes(old_db).to_json(orient="split") == EXPECTED["episodes"]
     with Store(old_db, readonly=True) as store:
-        assert store.load_signal_results("set-1") == EXPECTED["signal_results"]
+        assert load_signal_results(store, "set-1") == EXPECTED["signal_results"]
     assert old_db.read_bytes() == before
 
 
@@ -63,7 +66,7 @@ def test_a_fresh_database_creates_subsystem_tables_on_first_use(tmp_path):
         tables = {r[0] for r in store._db.execute("SELECT name FROM sqlite_master WHERE "
                                                    "type='table'")}
         assert tables == {"meta", "runs", "episodes", "trajectories"}
-        assert store.load_signal_results("none") == []  # creates the signal tables
+        assert load_signal_results(store, "none") == []  # creates the signal tables
         assert _meta(tmp_path / "new.db")[SIGNAL_TABLES.meta_key] == "1"
 
 

@@ -12,15 +12,22 @@ def _rows(db, status=None):
         return con.execute(sql, (status,) if status else ()).fetchone()[0]
 
 
-@pytest.fixture
-def stored(harness, tmp_path):
-    done = harness("run", "--policy", "oracle,random", "--suite", "frozenlake", "--tasks", "4",
-                   "--db", "ok.db")
-    assert done.returncode == 0, done.stderr
-    return tmp_path / "ok.db"
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """A folder with a small results database and the bad paths of the cases."""
+    from harness.cli import main
+
+    folder = tmp_path_factory.mktemp("cli")
+    assert main(["run", "--policy", "oracle,random", "--suite", "frozenlake", "--tasks", "4",
+                 "--db", str(folder / "ok.db")]) == 0
+    (folder / "folder").mkdir()
+    (folder / "folder.csv").mkdir()
+    (folder / "afile").write_text("")
+    (folder / "latin1.toml").write_bytes("policies = ['caf\u00e9']\n".encode("latin-1"))
+    return folder
 
 
-BAD_INPUTS = {
+IN_PROCESS = {  # cases that cannot hang or exhaust memory: `harness.cli.main` in this process
     "config is a directory": ["run", "--config", "folder"],
     "config is not UTF-8": ["run", "--config", "latin1.toml"],
     "export into a missing folder": ["export", "missing/out.csv", "--db", "ok.db"],
@@ -28,24 +35,37 @@ BAD_INPUTS = {
     "report where it cannot write": ["report", "--db", "ok.db", "--out", "afile/report"],
     "compare --seed -1": ["compare", "--a", "oracle", "--b", "random", "--seed", "-1",
                           "--db", "ok.db"],
-    "eval seeds 1e10": ["run", "--policy", "oracle", "--suite", "frozenlake", "--eval-seeds",
-                        "10000000000", "--db", "x.db"],
-    "samples 1e12": ["run", "--policy", "oracle", "--suite", "frozenlake", "--samples",
-                     "1000000000000", "--db", "x.db"],
     "serve port 70000": ["serve", "--model", "echo", "--port", "70000"],
     "serve-fhir port 70000": ["serve-fhir", "--port", "70000"],
     "serve port 0": ["serve", "--model", "echo", "--port", "0"],
 }
+SUBPROCESS = {  # a MemoryError or an endless plan: in a child with a time limit
+    "eval seeds 1e10": ["run", "--policy", "oracle", "--suite", "frozenlake", "--eval-seeds",
+                        "10000000000", "--db", "x.db"],
+    "samples 1e12": ["run", "--policy", "oracle", "--suite", "frozenlake", "--samples",
+                     "1000000000000", "--db", "x.db"],
+}
 
 
-@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
-def test_bad_input_is_one_line_and_exit_2(case, harness, stored, tmp_path):
-    (tmp_path / "folder").mkdir()
-    (tmp_path / "folder.csv").mkdir()
-    (tmp_path / "afile").write_text("")
-    (tmp_path / "latin1.toml").write_bytes("policies = ['caf\u00e9']\n".encode("latin-1"))
-    done = harness(*BAD_INPUTS[case], timeout=60)  # a hang or a MemoryError fails here
-    done.one_line_error()
+@pytest.mark.parametrize("case", sorted(IN_PROCESS))
+def test_bad_input_is_one_line_and_exit_2(case, workdir, capsys, monkeypatch):
+    from harness.cli import main
+
+    from cli_support import Finished
+
+    monkeypatch.chdir(workdir)
+    capsys.readouterr()
+    try:
+        code = main(IN_PROCESS[case])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    Finished(code, out, err).one_line_error()
+
+
+@pytest.mark.parametrize("case", sorted(SUBPROCESS))
+def test_huge_plan_is_one_line_and_exit_2(case, harness, tmp_path):
+    harness(*SUBPROCESS[case], timeout=60).one_line_error()
     assert not (tmp_path / "x.db").exists() or _rows(tmp_path / "x.db") == 0
 
 

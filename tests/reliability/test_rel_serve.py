@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from conftest import child_env
+from cli_support import child_env
 
 BAD_FLAGS = [["--latency-ms", "inf"], ["--latency-ms", "nan"], ["--max-request-bytes", "-1"],
              ["--max-tokens-limit", "-5"], ["--retry-after", "-3"], ["--max-batch", "0"],

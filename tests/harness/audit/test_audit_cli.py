@@ -9,7 +9,7 @@ from harness.cli import main
 @pytest.fixture(autouse=True)
 def audit_command(monkeypatch):
     monkeypatch.setattr(harness.cli, "COMMAND_MODULES",
-                        (*harness.cli.COMMAND_MODULES, "harness.audit.commands"))
+                        (*harness.cli.COMMAND_MODULES, "harness.report.audit_command"))
 
 
 def test_audit_prints_flags_and_tables(tmp_path, capsys):

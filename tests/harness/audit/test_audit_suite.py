@@ -5,6 +5,7 @@ import pytest
 
 from harness.audit import AuditConfig, BasePolicyFailed, audit_suite
 from harness.audit.ceilings import ALL
+from harness.audit.tables import load_audit_rows
 from harness.audit.records import latest_audits, load_audits, result_from_dict, result_to_dict
 from harness.core import ConfigError, UnknownNameError
 from harness.store import Store, load_episodes
@@ -90,7 +91,7 @@ def test_audit_is_stored_and_round_trips(tmp_path):
     again = audit_suite(AuditConfig("leaky-test", db=db, k=2, n_tasks=6))  # resumes, replaces
     assert again.audit_id == first.audit_id
     with Store(db) as store:
-        rows = store.load_audits(suite="leaky-test@1")
+        rows = load_audit_rows(store, suite="leaky-test@1")
         assert len(rows) == 1 and rows[0]["config"]["k"] == 2
         assert len(store.load_episodes()) == len(load_episodes(db))
     loaded = latest_audits(load_audits(db))

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from harness.policies.base import EpisodeContext
 from harness.policies.scaffold import (INVALID_ACTION, ParsedAction, PromptTemplate,
-                                       TaggedScaffold as Scaffold, parse_action,
-                                       register_template, strip_reasoning,
-                                       template_for)
+                                       ScaffoldSpec, TaggedScaffold as Scaffold,
+                                       make_scaffold, parse_action, register_template,
+                                       scaffold_names, strip_reasoning, template_for)
 from harness.core import UnknownNameError
 from tasks import get_suite, suite_ids
 
@@ -219,3 +219,50 @@ def test_budget_shortens_admissible_list_then_observation():
     user = fitted[1]["content"]
     assert "more)" in user and "[...]" in user
     assert _chars(fitted) <= system_only + 400
+
+
+# ---- multi-line actions and the registry ----------------------------------------------------
+
+POST = 'POST http://localhost:8080/fhir/Observation\n{"resourceType": "Observation",\n "status": "final"}'
+
+
+@pytest.mark.parametrize("name, text", [
+    ("think", f"<think>record it</think><action>\n{POST}\n</action>"),
+    ("react", f"Thought: record the value\nAction: {POST}"),
+    ("bare", f"{POST}\n"),
+])
+def test_every_scaffold_expresses_a_multiline_action_when_the_suite_takes_them(name, text):
+    scaffold = make_scaffold(f"{name}@1")
+    assert scaffold.parse(text, multiline=True) == ParsedAction(POST)
+    single = scaffold.parse(text)  # a suite of one-line actions: rejected or its first line
+    assert single.action in (None, POST.splitlines()[0])
+
+
+def test_medagentbench_declares_multiline_actions_and_reads_the_post_body():
+    from tasks.medagentbench.protocol import Post, parse_action as mab_parse
+
+    assert get_suite("medagentbench-v1@1").multiline_actions
+    assert not get_suite("frozenlake@1").multiline_actions
+    action = make_scaffold("react@1").parse(f"Thought: x\nAction: {POST}", multiline=True)
+    assert isinstance(mab_parse(action.action), Post)
+
+
+def test_registry_specs_round_trip_and_unknown_names():
+    spec = make_scaffold("bare@1", history=3).spec
+    assert spec.id == "bare@1" and ScaffoldSpec.from_value(spec.to_dict()) == spec
+    assert ScaffoldSpec.from_value("think").id == "think@1"
+    assert {"think@1", "react@1", "bare@1"} <= set(scaffold_names())
+    with pytest.raises(UnknownNameError, match="did you mean 'react@1'"):
+        make_scaffold("reac@1")
+    with pytest.raises(UnknownNameError):
+        make_scaffold("think@9")
+
+
+def test_bare_scaffold_renders_the_trainers_chat_layout():
+    history = [("obs-0", "Left"), ("obs-1", "Down")]
+    messages = make_scaffold("bare@1", history=1).messages(_context(history=history))
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[1:3] == [{"role": "user", "content": "obs-1"},
+                             {"role": "assistant", "content": "Down"}]
+    assert make_scaffold("bare@1").parse("\n  Left \nRight") == ParsedAction("Left")
+    assert make_scaffold("bare@1").parse("   ").env_action == INVALID_ACTION

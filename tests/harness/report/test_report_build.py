@@ -11,6 +11,7 @@ from harness.core import HarnessError
 from harness.report.bench import bench_report, synthetic_store
 from harness.report.build import ReportOptions, build_report
 from harness.store import Store, load_episodes
+from harness.train.metrics_table import write_train_metrics
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +25,7 @@ def test_report_command_writes_the_folder(small_db, tmp_path, capsys):
     with Store(small_db) as store:  # a training log: learning curves appear
         for seed in (0, 1):
             for step in range(3):
-                store.write_train_metrics("hand-run", seed, step, {
+                write_train_metrics(store, "hand-run", seed, step, {
                     "success": 0.1 * step + 0.05 * seed, "mean_reward": 0.2 * step})
     out = tmp_path / "rep"
     assert main(["report", "--db", str(small_db), "--out", str(out)]) == 0

@@ -7,6 +7,7 @@ import pytest
 
 import harness.cli
 from harness.signal_eval import cli as signals_cli
+from harness.signal_eval.tables import load_signal_points, load_signal_results
 from harness.signal_eval.pipeline import SignalsConfig, summary_from_store
 from harness.store import Store
 from signals.registry import FAMILIES, signal_info, signal_names
@@ -34,8 +35,8 @@ def test_all_families_run_end_to_end_through_harness_serve(suite, served_url, ha
     with Store(db) as store:
         set_id = next(line.split()[2] for line in out.splitlines()
                       if line.startswith("point set"))
-        points = store.load_signal_points(set_id)["points"]
-        results = store.load_signal_results(set_id)
+        points = load_signal_points(store, set_id)["points"]
+        results = load_signal_results(store, set_id)
     assert len(points) >= 2
     assert {r["signal"] for r in results} == set(signal_names())
     assert {signal_info(r["signal"]).family for r in results} == set(FAMILIES)

@@ -77,6 +77,24 @@ def test_model_failure_is_reported_not_raised(make_rows, concat):
     assert "model not estimated" in format_comparison(c)
 
 
+def test_constant_scores_give_a_model_not_estimable_line(hand):
+    df = hand.copy()
+    df["score"] = 0.5  # every score the same: statsmodels' GEE raises ValueError
+    c = compare_policies(df, "A", "B", rng=np.random.default_rng(0), metric="score",
+                         n_resamples=200)
+    assert c.model is None and "not estimable" in c.model_note
+    assert "model not estimated: the GEE model is not estimable" in format_comparison(c)
+
+
+def test_identical_policies_give_an_interval_around_zero(hand):
+    df = hand.copy()
+    df["score"] = df["task_id"].map({"t1": 0.1, "t2": 0.4, "t3": 0.7, "t4": 0.9})
+    c = compare_policies(df, "A", "B", rng=np.random.default_rng(0), metric="score",
+                         n_resamples=200)  # A equals B on every key
+    effect = c.model.effect
+    assert effect.low <= 0.0 <= effect.high and effect.high - effect.low < 1e-5
+
+
 def test_format_comparison_lists_every_finding(hand):
     text = format_comparison(compare_policies(hand, "A", "B", rng=np.random.default_rng(0),
                                               n_resamples=500, margin=0.1))

@@ -91,13 +91,13 @@ def test_lora_weights_merge_for_sync_and_unmerge_after(tiny):
 def test_vllm_engine_says_how_to_install_it():
     import importlib.util
 
-    from harness.train.vllm_engine import VLLMEngine
+    from harness.train.vllm_engine import VLLMRollout
 
     if importlib.util.find_spec("vllm") is None:
         with pytest.raises(MissingDependencyError, match=r"agent-rl-harness\[gpu\]"):
-            VLLMEngine("unused", eos_id=0)
+            VLLMRollout("unused", eos_id=0)
     elif not torch.cuda.is_available():  # vllm installed but no GPU: a clear config error
         from harness.core import ConfigError
 
         with pytest.raises(ConfigError, match="needs a CUDA GPU"):
-            VLLMEngine("unused", eos_id=0)
+            VLLMRollout("unused", eos_id=0)

@@ -6,6 +6,7 @@ import pytest
 
 import harness.cli
 from harness.store import Store
+from harness.train.metrics_table import load_train_metrics
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def test_train_two_seeds_store_metrics_and_episodes(cli, tmp_path, tiny_shape, c
     assert "headroom" in out and "(A) vs" in out
     with Store(tmp_path / "h.db") as store:
         runs = ["train-tiny-grpo-seed0", "train-tiny-grpo-seed1"]
-        metrics = store.load_train_metrics(run_id="train-tiny-grpo")
+        metrics = load_train_metrics(store, run_id="train-tiny-grpo")
         episodes = store.load_episodes(run_id=runs)
     assert sorted(zip(metrics["train_seed"], metrics["step"])) == [(0, 0), (0, 1), (1, 0),
                                                                     (1, 1)]

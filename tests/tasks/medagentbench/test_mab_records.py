@@ -114,10 +114,9 @@ def test_charts_are_deterministic_and_seeds_vary_them():
 
 def test_quota_hand_computed():
     assert quota({"a": 0.9, "b": 0.1}, 10) == {"a": 9, "b": 1}
-    assert quota({"recent": 26 / 30, "old": 2 / 30, "none": 2 / 30}, 30) == {
-        "recent": 26, "old": 2, "none": 2}
-    assert quota({"recent": 26 / 30, "old": 2 / 30, "none": 2 / 30}, 10) == {
-        "recent": 9, "old": 1, "none": 0}
+    assert quota({"a": 0.6, "b": 0.2, "c": 0.2}, 30) == {"a": 18, "b": 6, "c": 6}
+    assert quota({"x": 1 / 3, "y": 1 / 3, "z": 1 / 3}, 10) == {"x": 4, "y": 3, "z": 3}
+    assert quota({"a": 0.7, "b": 0.2, "c": 0.1}, 4) == {"a": 3, "b": 1, "c": 0}
 
 
 def test_the_official_mix_is_equal_shares_over_each_types_branches():

@@ -18,7 +18,7 @@ import pytest
 
 from harness.config import RunConfig
 from harness.runner import run
-from harness.serve.fhir_cli import bench_oracle, ensure_registered
+from harness.serve.fhir_cli import bench_oracle
 from harness.stats.estimators import proportion_interval
 from harness.store import load_episodes
 from tasks.base import get_suite
@@ -27,7 +27,6 @@ from tasks.medagentbench.taskdefs_v3 import BRANCH_TABLE, NO_ACTION_ANSWER_BRANC
 
 SUITES = ("medagentbench-v1@1", "medagentbench-v2@1", "medagentbench-v3@1")
 TRIVIAL = ("noop:finish-empty", "noop:finish-minus-one")
-ensure_registered()
 
 
 def free_port():
@@ -61,12 +60,13 @@ def test_task_lists():
 
 @pytest.mark.slow
 def test_oracle_solves_every_test_task_over_http(tmp_path):
-    config = RunConfig(policies=("oracle",), suites=SUITES, concurrency=32,
+    suites = SUITES + ("medagentbench-v1@2", "medagentbench-v2@2")
+    config = RunConfig(policies=("oracle",), suites=suites, concurrency=32,
                        db=str(tmp_path / "oracle.db"))
     summary = run(config)
     frame = load_episodes(config.db)
-    assert summary.errors == 0 and len(frame) == 900
-    assert frame.groupby("suite").success.mean().to_dict() == {s: 1.0 for s in SUITES}
+    assert summary.errors == 0 and len(frame) == 1300
+    assert frame.groupby("suite").success.mean().to_dict() == {s: 1.0 for s in suites}
     assert (frame.n_steps >= 2).all(), "every oracle episode acts through the API"
 
 

@@ -10,7 +10,10 @@ import pytest
 from harness.config import RunConfig
 from harness.runner import run
 from harness.store import load_episodes
+from harness.cli import show_leaderboard
+from harness.report.leaderboard import comparability_notes
 from tasks import base
+from tasks.webshop import WebShopSuite
 from tasks.webshop.bench import webshop_report
 from tasks.webshop.oracle import expert_query
 from webshop_testdata import real_suite, real_suite_v1, run_oracle, synthetic_suite
@@ -60,6 +63,28 @@ def test_suites_run_through_the_runner_with_the_scripted_policies(registered, tm
     assert set(frame.task_type) <= {"beauty", "electronics", "fashion", "garden", "grocery"}
     again = run(config)
     assert again.played == 0 and again.skipped == summary.played
+    assert comparability_notes(tmp_path / "r.db") == []  # upstream's tagger: nothing to flag
+
+
+def test_leaderboard_flags_episodes_scored_without_upstreams_tagger(monkeypatch, tmp_path,
+                                                                    capsys):
+    monkeypatch.setenv("WEBSHOP_NOUN_TAGGER", "fallback")
+    fallback = WebShopSuite(real_suite().catalog.source)
+    assert fallback.world.tagger.name == "fallback@1"
+    assert fallback.comparability.grader == "rebuilt"
+    assert "fallback@1" in fallback.comparability.comparable
+    monkeypatch.setitem(base._REGISTRY, "webshop", {2: lambda: fallback})
+    monkeypatch.setattr(base, "_CACHE", {})
+    db = tmp_path / "f.db"
+    run(RunConfig(policies=("oracle", "random"), suites=("webshop@2",), split="test",
+                  n_tasks=2, eval_seeds=(0,), db=str(db), run_id="fallback"))
+    note = fallback.world.comparability_note
+    assert note.startswith("noun tagger fallback@1")
+    expected = [f"† webshop@2 / oracle: 2 episodes not comparable: {note}",
+                f"† webshop@2 / random: 2 episodes not comparable: {note}"]
+    assert comparability_notes(db) == expected
+    show_leaderboard(str(db), markdown=True)
+    assert capsys.readouterr().out.strip().splitlines()[-2:] == expected
 
 
 def test_bench_report_lines_on_a_small_catalogue():
@@ -75,7 +100,7 @@ def test_human_goals_suite_and_its_oracle():
     from webshop_testdata import DATA_DIR
 
     suite = WebShopHumanSuite(DATA_DIR)
-    assert suite.id == "webshop-human@1" and len(suite.tasks("test")) == len(suite.tasks()) == 13
+    assert suite.id == "webshop-human@2" and len(suite.tasks("test")) == len(suite.tasks()) == 13
     for spec in suite.tasks():
         env = suite.make_env(spec.id)
         assert env.goal.kind == "human"

@@ -1,4 +1,6 @@
-"""``harness audit SUITE``: the audit of one suite, printed and stored."""
+"""``harness audit SUITE``: the audit of one suite, printed (its tables rendered by the report
+layer) and stored. It lives in `harness.report` because it renders report tables; the audit
+package itself never imports the report package."""
 
 from __future__ import annotations
 

@@ -1,0 +1,157 @@
+"""One ``appworld-lite`` task: Python cells in the sandbox against a seeded world.
+
+Protocol as AppWorld's: each action is a Python code cell (a fenced ```python block or bare
+code) that may call ``apis.<app>.<api>(...)``; its printed output is the observation; the
+episode ends when the code calls ``apis.supervisor.complete_task(...)`` or at the step limit.
+Definitions and picklable variables carry over between cells (AppWorld keeps one IPython
+shell; here each cell is a fresh process, so open files, sockets and generators do not).
+A cell that is not valid Python is invalid and changes nothing. The grader compares the
+world's database before and after (`tasks.appworld.grading`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sqlite3
+from typing import Any
+
+from tasks.appworld.apps import APP_DESCRIPTIONS
+from tasks.appworld.grading import Expectation, grade
+from tasks.appworld.server import CLIENT_DIR, SOCKET_DIR, ApiServer, client_files
+from tasks.appworld.world import NOW
+from tasks.base import StepResult
+from tasks.sandbox import BASE_RECIPE, Bind, Limits, Sandbox, build_rootfs
+
+MAX_STEPS = 30
+CELL_TIMEOUT_S = 30.0
+_FENCE = re.compile(r"^```(?:python|py)?[ \t]*\n(.*?)\n?```$", re.S)
+
+INSTRUCTIONS = (
+    "You are an assistant acting for your supervisor through app APIs. Each turn, send one "
+    "Python code cell (a ```python block); it runs with `apis` defined, and you see what it "
+    "prints. Call APIs as apis.<app>.<api>(**kwargs). Discover APIs with "
+    "apis.api_docs.show_app_descriptions(), apis.api_docs.show_api_descriptions(app_name=...) "
+    "and apis.api_docs.show_api_doc(app_name=..., api_name=...). Account passwords: "
+    "apis.supervisor.show_account_passwords(); log in with your supervisor's email. Finish "
+    "with apis.supervisor.complete_task() (pass answer=... when the task asks a question). "
+    "Change nothing the task does not ask for.")
+
+
+def parse_cell(action: str) -> str | None:
+    """The code of a cell, or None when the text is not valid Python."""
+    text = action.strip()
+    match = _FENCE.match(text)
+    code = match.group(1) if match else text
+    if not code.strip():
+        return None
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return None
+    return code
+
+
+class AppWorldLiteEnv:
+    """Env for one task (snapshot/restore; the oracle plays the reference program)."""
+
+    max_steps = MAX_STEPS
+    free_form_actions = True
+
+    def __init__(self, instruction: str, world: bytes, solution: str, expectation: Expectation,
+                 limits: Limits = Limits(wall_s=CELL_TIMEOUT_S)):
+        self.instruction, self.solution, self.expectation = instruction, solution, expectation
+        self._world, self.limits = world, limits
+        self._sandbox: Sandbox | None = None
+        self._server: ApiServer | None = None
+        self._start: sqlite3.Connection | None = None
+        self._steps, self._done = 0, False
+
+    def _open(self) -> None:
+        self.close()
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+        db.deserialize(self._world)
+        db.execute("UPDATE task SET instruction=?", (self.instruction,))
+        db.commit()
+        self._start = sqlite3.connect(":memory:")
+        self._start.deserialize(db.serialize())
+        self._server = ApiServer(db, NOW)
+        rootfs = build_rootfs(BASE_RECIPE)
+        self._sandbox = Sandbox(rootfs, limits=self.limits,
+                                binds=[Bind(self._server.socket_dir, SOCKET_DIR)])
+        for path, text in client_files().items():
+            self._sandbox.write_file(path, text)
+
+    def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
+        self._open()
+        self._steps, self._done = 0, False
+        apps = ", ".join(APP_DESCRIPTIONS)
+        return (f"{INSTRUCTIONS}\n\nApps: {apps}.\nTask: {self.instruction}",
+                self._info(0.0, invalid=False, tests=[]))
+
+    @staticmethod
+    def _info(score: float, *, invalid: bool, tests: list) -> dict[str, Any]:
+        return {"won": score >= 1.0, "score": float(score), "invalid": invalid,
+                "tests_passed": sum(ok for _, ok in tests), "tests_total": len(tests),
+                "failed_tests": [name for name, ok in tests if not ok]}
+
+    def _completed(self) -> bool:
+        assert self._server is not None
+        with self._server.lock:
+            (status,) = self._server.db.execute("SELECT status FROM task").fetchone()
+        return status != "active"
+
+    def step(self, action: str) -> StepResult:
+        if self._sandbox is None or self._done:
+            raise RuntimeError("step() before reset() or after the episode ended")
+        self._steps += 1
+        truncated = self._steps >= self.max_steps
+        code = parse_cell(action)
+        if code is None:
+            obs = "Not a Python code cell; nothing ran."
+            return self._end(obs, invalid=True, truncated=truncated)
+        result = self._sandbox.run(f"python3 {CLIENT_DIR}/run_cell.py", stdin=code)
+        obs = result.output + ("\n[the cell timed out]" if result.timed_out else "")
+        return self._end(obs, invalid=False, truncated=truncated)
+
+    def _end(self, obs: str, *, invalid: bool, truncated: bool) -> StepResult:
+        terminated = self._completed()
+        if not (terminated or truncated):
+            return StepResult(obs, 0.0, False, False, self._info(0.0, invalid=invalid, tests=[]))
+        self._done = True
+        tests = self.tests()
+        score = 1.0 if all(ok for _, ok in tests) else 0.0
+        return StepResult(obs, score, terminated, truncated and not terminated,
+                          self._info(score, invalid=invalid, tests=tests))
+
+    def tests(self) -> list[tuple[str, bool]]:
+        """The grader's requirement tests on the world's current state."""
+        assert self._server is not None and self._start is not None
+        with self._server.lock:
+            return grade(self._start, self._server.db, self.expectation)
+
+    # ---- capabilities -----------------------------------------------------------------------
+    def snapshot(self) -> tuple:
+        assert self._sandbox is not None and self._server is not None
+        with self._server.lock:
+            world = self._server.db.serialize()
+        return self._sandbox.snapshot(), world, self._steps, self._done
+
+    def restore(self, snapshot: tuple) -> None:
+        assert self._sandbox is not None and self._server is not None
+        layer, world, self._steps, self._done = snapshot
+        self._sandbox.restore(layer)
+        with self._server.lock:
+            self._server.db.deserialize(world)
+
+    def oracle_action(self) -> str:
+        """The reference solution: one program that solves the task and completes it."""
+        return f"```python\n{self.solution}```"
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+        if self._server is not None:
+            self._server.close()
+            self._server = None

@@ -1,0 +1,80 @@
+"""Suite ``appworld-lite@1``: AppWorld's protocol and grading style on apps this project wrote.
+
+AppWorld's official engine (PyPI ``appworld``) pins pydantic 1, FastAPI 0.110 and SQLAlchemy
+1.4, which conflict with this project's dependencies, so it cannot run in the harness's
+environment; this suite keeps AppWorld's action protocol (Python cells calling
+``apis.<app>.<api>``, ``apis.supervisor.complete_task``), its difficulty levels and its
+database-diff grading (expected changes made, no collateral changes) over five small
+SQLite-backed apps (`tasks.appworld.apps`) and seeded worlds. Task type = difficulty level.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tasks.appworld.templates import TEMPLATES, Instance, Template
+from tasks.appworld.world import build_world
+from tasks.base import Comparability, SuiteBase, TaskSpec
+
+TASKS_PER_TEMPLATE = 10
+SPLIT_OF_INDEX = ("train",) * 6 + ("dev",) * 2 + ("test",) * 2
+
+COMPARABILITY = Comparability(
+    engine="rebuilt", tasks="generated", grader="rebuilt", protocol="rebuilt", data="generated",
+    comparable="not comparable with published AppWorld scores: AppWorld's protocol and "
+               "grading style on five small apps and generated tasks",
+    generated_records=True)
+
+
+def instance(template: Template, world_seed: int) -> Instance | None:
+    """The task `template` makes in the world of `world_seed` (None when it does not fit)."""
+    rng = np.random.default_rng(np.random.SeedSequence([world_seed, TEMPLATES.index(template)]))
+    return template.build(build_world(world_seed), rng)
+
+
+class AppWorldLiteSuite(SuiteBase):
+    """Nine templates (three per difficulty level) x ten seeded worlds each."""
+
+    name = "appworld-lite"
+    version = 1
+    description = ("AppWorld-style API tasks (Python cells calling apis.<app>.<api>, graded by "
+                   "database diff: expected changes, no collateral changes) on five small "
+                   "project-written apps; difficulty levels 1-3")
+    trivial_actions = {"complete": "```python\napis.supervisor.complete_task()\n```"}
+    blocking = True
+    comparability = COMPARABILITY
+
+    def __init__(self):
+        from tasks.appworld.env import INSTRUCTIONS
+
+        self.instructions = INSTRUCTIONS
+        specs, self._where = [], {}
+        for template in TEMPLATES:
+            seed, made = 0, 0
+            while made < TASKS_PER_TEMPLATE:
+                world_seed = 1000 * (TEMPLATES.index(template) + 1) + seed
+                seed += 1
+                if instance(template, world_seed) is None:
+                    continue
+                task_id = f"{template.name}-{made:02d}"
+                specs.append(TaskSpec(task_id, SPLIT_OF_INDEX[made],
+                                      f"difficulty-{template.difficulty}",
+                                      {"template": template.name, "world_seed": world_seed,
+                                       "difficulty": template.difficulty}))
+                self._where[task_id] = (template, world_seed)
+                made += 1
+        super().__init__(specs)
+
+    def instance(self, task_id: str) -> Instance:
+        self.task(task_id)
+        template, world_seed = self._where[task_id]
+        made = instance(template, world_seed)
+        assert made is not None
+        return made
+
+    def make_env(self, task_id: str):
+        from tasks.appworld.env import AppWorldLiteEnv
+
+        made = self.instance(task_id)
+        world = build_world(self._where[task_id][1]).serialize()
+        return AppWorldLiteEnv(made.instruction, world, made.solution, made.expectation)

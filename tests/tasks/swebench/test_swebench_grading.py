@@ -1,0 +1,112 @@
+"""Grading: patch hygiene, the eval script's steps, and `grade_log` against the official
+``get_eval_report`` on hand-made pytest logs (the same parser, the same resolution rule)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tasks.swebench.data import Instance, instance_from_row, load_table
+from tasks.swebench.grading import (
+    APPLY_COMMANDS, eval_script, grade_log, official_report, patch_files, sanitize_patch)
+
+pytest.importorskip("swebench")
+
+DIFF = """diff --git a/pkg/mod.py b/pkg/mod.py
+--- a/pkg/mod.py
++++ b/pkg/mod.py
+@@ -1 +1 @@
+-x = 1
++x = 2
+diff --git a/conftest.py b/conftest.py
+new file mode 100644
+--- /dev/null
++++ b/conftest.py
+@@ -0,0 +1 @@
++import pytest
+diff --git a/tests/test_mod.py b/tests/test_mod.py
+--- a/tests/test_mod.py
++++ b/tests/test_mod.py
+@@ -1 +1 @@
+-assert x == 1
++assert True
+"""
+
+TEST_PATCH = "diff --git a/tests/test_mod.py" + DIFF.split("diff --git a/tests/test_mod.py")[1]
+
+
+def _instance(repo: str = "marshmallow-code/marshmallow", version: str = "3.0") -> Instance:
+    return instance_from_row({
+        "instance_id": "demo__demo-1", "repo": repo, "version": version, "base_commit": "abc",
+        "patch": "", "test_patch": TEST_PATCH,
+        "problem_statement": "", "FAIL_TO_PASS": json.dumps(["tests/test_mod.py::test_new"]),
+        "PASS_TO_PASS": json.dumps(["tests/test_mod.py::test_old", "tests/test_mod.py::test_b"])})
+
+
+def test_sanitize_drops_test_infrastructure():
+    kept, dropped = sanitize_patch(DIFF)
+    assert patch_files(kept) == ["pkg/mod.py"]
+    assert dropped == ["conftest.py", "tests/test_mod.py"]
+    assert sanitize_patch("")[0] == ""
+
+
+def test_no_gold_patch_touches_protected_paths():
+    for table in ("lite-dev", "full-dev"):
+        for instance in load_table(table):
+            assert sanitize_patch(instance.patch, instance.test_patch)[1] == [], \
+                instance.instance_id
+
+
+def test_eval_script_steps_for_rows_without_one():
+    script = eval_script(_instance(), "pytest -rA")
+    lines = script.splitlines()
+    reset = "git checkout abc tests/test_mod.py"
+    assert lines.count(reset) == 2 and "pytest -rA tests/test_mod.py" in lines
+    start = lines.index(": '>>>>> Start Test Output'")
+    assert lines[start + 1] == "pytest -rA tests/test_mod.py"
+    assert lines[start + 2] == ": '>>>>> End Test Output'"
+    assert APPLY_COMMANDS[0] == "git apply --verbose"
+
+
+def test_official_rows_keep_their_eval_script():
+    instance = load_table("lite-dev")[0]
+    assert eval_script(instance, "ignored") == instance.eval_script
+
+
+def _log(lines: list[str], *, applied: bool = True) -> str:
+    head = ">>>>> Applied Patch\n" if applied else ">>>>> Patch Apply Failed\n"
+    return (head + "+ : '>>>>> Start Test Output'\n" + "\n".join(lines)
+            + "\n+ : '>>>>> End Test Output'\n")
+
+
+CASES = {
+    "all pass": (["PASSED tests/test_mod.py::test_new", "PASSED tests/test_mod.py::test_old",
+                  "PASSED tests/test_mod.py::test_b"], True, True),
+    "f2p fails": (["FAILED tests/test_mod.py::test_new - assert 1 == 2",
+                   "PASSED tests/test_mod.py::test_old", "PASSED tests/test_mod.py::test_b"],
+                  True, False),
+    "p2p missing": (["PASSED tests/test_mod.py::test_new",
+                     "PASSED tests/test_mod.py::test_old"], True, False),
+    "p2p error": (["PASSED tests/test_mod.py::test_new", "PASSED tests/test_mod.py::test_old",
+                   "ERROR tests/test_mod.py::test_b"], True, False),
+    "xfail counts": (["XFAIL tests/test_mod.py::test_new", "PASSED tests/test_mod.py::test_old",
+                      "PASSED tests/test_mod.py::test_b"], True, True),
+    "apply failed": (["PASSED tests/test_mod.py::test_new"], False, False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_grade_log_equals_official_report(case, tmp_path):
+    lines, applied, resolved = CASES[case]
+    log = _log(lines, applied=applied)
+    instance = _instance()
+    verdict = grade_log(log, instance)
+    path = tmp_path / "log.txt"
+    path.write_text(log)
+    official = official_report(instance, str(path), "diff")
+    assert verdict.resolved == official["resolved"] == resolved
+    assert verdict.applied == official["patch_successfully_applied"] == applied
+    if applied:
+        assert verdict.tests == {k: official["tests_status"][k]
+                                 for k in ("FAIL_TO_PASS", "PASS_TO_PASS")}
