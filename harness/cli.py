@@ -247,6 +247,8 @@ BENCHES = {
     "env": "harness.env_bench:env_report",
     "train": "harness.train.bench:train_report",
     "sandbox": "tasks.terminal.bench:sandbox_report",
+    "swebench": "tasks.swebench.bench:swebench_report",
+    "ray": "harness.executors.bench:ray_report",
 }
 """`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
 returns the lines to print (each figure next to its same-run baseline)."""

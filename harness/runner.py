@@ -40,6 +40,7 @@ from harness.core import HarnessError
 from harness.episodes import (EpisodeTally, episode_context, env_seed, failed_record,
                               finish_record, select_tasks)
 from harness.policies import Policy, make_policy
+from harness.policies.model import apply_suite_scaffolds
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 from harness.store import EpisodeWriter, Store
 from tasks import get_suite
@@ -238,10 +239,8 @@ async def _play_all(workers: list[asyncio.Task]) -> BaseException | None:
     for task in pending:
         task.cancel()
     await asyncio.gather(*pending, return_exceptions=True)
-    for task in done:
-        if not task.cancelled() and task.exception() is not None:
-            return task.exception()
-    return None
+    failures = [task.exception() for task in done if not task.cancelled()]  # all retrieved
+    return next((failure for failure in failures if failure is not None), None)
 
 
 async def run_async(config: RunConfig, *, store: Store,
@@ -261,6 +260,7 @@ async def run_async(config: RunConfig, *, store: Store,
     started = time.perf_counter()
     suites = [get_suite(spec) for spec in config.suites]
     policies = policies if policies is not None else [make_policy(s) for s in config.policies]
+    apply_suite_scaffolds(policies, suites)  # e.g. terminal@1 on terminal suites
     if not suites or not policies:
         raise HarnessError("a run needs at least one policy and one suite")
     jobs = list(plan_jobs(config, policies, suites))

@@ -8,6 +8,17 @@ steps are written in one transaction, so an interruption at any point loses no c
 episode and never stores half of one; a resumed run skips the keys already stored.
 
 `load_episodes` is the tidy view that stats, audit and report consume.
+
+Other subsystems keep their tables with their own code, behind the same connection: each
+declares a `TableSet` (its DDL as numbered migrations) and reaches it with `Store.tables`,
+which creates or upgrades the set on first use (`harness.audit.tables`,
+`harness.train.metrics_table`, `harness.signal_eval.tables`). ``meta`` records the core's
+``schema_version`` and each set's ``tables:NAME`` version; a writable store upgrades an older
+database in one transaction when it opens it (version 2, where every table was the core's,
+becomes 3 by recording its sets at version 1). ``Store(path, readonly=True)`` never writes:
+`load_episodes`, the leaderboard, export and report read through it, also on read-only
+mounts. SQLite's errors about the file itself (a corrupt page, a full disk) surface as one-line
+`HarnessError`s naming the database.
 """
 
 from __future__ import annotations
@@ -125,8 +136,9 @@ class Store:
     """A connection to the results database. Use as a context manager or call `close()`.
 
     ``readonly=True`` opens the file without writing anything (``mode=ro``; ``immutable=1``
-    when its folder or the file cannot be written, e.g. a read-only mount): reading commands
-    (leaderboard, export, report) use it. A writable store upgrades an older database in one
+    when its folder or the file cannot be written, e.g. a read-only mount, where SQLite could
+    not even share a lock; episodes left in a ``-wal`` file beside it are then not seen):
+    reading commands (leaderboard, export, report) use it. A writable store upgrades an older database in one
     transaction when it opens it.
     """
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.core import ConfigError
 
-__all__ = ["add_commands", "cmd_validate"]
+__all__ = ["add_commands", "cmd_validate", "cmd_crosscheck"]
 
 TABLE_CHOICES = ("verified-test", "lite-test", "lite-dev", "full-dev", "swe-lite")
 
@@ -37,6 +37,12 @@ def add_commands(subparsers) -> None:
     p.add_argument("--logs", help="keep every test log and instance row in this folder")
     p.add_argument("--timeout", type=float, default=1800, help="test run limit, seconds")
     p.set_defaults(func=cmd_validate)
+    c = sub.add_parser(
+        "crosscheck", help="our verdicts vs the swebench package's on recorded logs",
+        description="For every log `harness swebench validate --logs DIR` recorded: the "
+                    "project's verdict and swebench.harness.grading.get_eval_report's.")
+    c.add_argument("--logs", required=True, help="folder of recorded logs")
+    c.set_defaults(func=cmd_crosscheck)
 
 
 def _select(args: argparse.Namespace) -> list:
@@ -84,3 +90,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for line in validation_lines(rows):
         print(line)
     return 0 if all(r.reproduced for r in rows) else 1
+
+
+def cmd_crosscheck(args: argparse.Namespace) -> int:
+    from tasks.swebench.validate import crosscheck
+
+    if not Path(args.logs).is_dir():
+        raise ConfigError(f"--logs {args.logs}: not a folder")
+    rows = crosscheck(Path(args.logs))
+    print("| instance | log | ours | swebench get_eval_report |\n|---|---|---|---|")
+    for instance_id, kind, ours, theirs in rows:
+        print(f"| {instance_id} | {kind} | {ours} | {theirs} |")
+    agree = sum(ours == theirs for _, _, ours, theirs in rows)
+    print(f"\n{agree} of {len(rows)} verdicts agree")
+    return 0 if agree == len(rows) else 1

@@ -189,6 +189,9 @@ class SuiteBase:
     multiline_actions: bool = False
     """True when an action may span lines (a POST and its JSON body): the scaffolds' parsers
     then keep the whole action block instead of rejecting or cutting it."""
+    default_scaffold: str = ""
+    """The scaffold (``NAME@VERSION``, e.g. ``terminal@1``) a model policy whose spec names
+    none uses on this suite; "" leaves the policy's own default (``think@1``)."""
     comparability: Comparability = OWN_SUITE
 
     def __init__(self, specs: Sequence[TaskSpec]):

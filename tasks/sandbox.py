@@ -25,12 +25,9 @@ Requires root (overlay mounts and the uid switch), ``bwrap`` (Debian ``bubblewra
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
-import selectors
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -39,6 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tasks.sandbox_process import Output, await_namespace_end, feed, pump
+from tasks.sandbox_process import init_pid as init_pid_of
 from tasks.sandbox_rootfs import (
     AGENT_HOME,
     AGENT_UID,
@@ -50,7 +49,7 @@ from tasks.sandbox_rootfs import (
 )
 
 __all__ = [
-    "AGENT_UID", "BASE_RECIPE", "Bind", "CommandResult", "Limits", "RootfsRecipe", "Sandbox",
+    "AGENT_UID", "BASE_RECIPE", "DEFAULT_PATH", "Bind", "CommandResult", "Limits", "RootfsRecipe", "Sandbox",
     "SandboxError", "SandboxSnapshot", "build_rootfs", "rootfs_cache_dir", "sandbox_available",
 ]
 
@@ -62,7 +61,6 @@ _NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts
 _HOLD = (  # $1 lowerdirs, $2 upper, $3 work, $4 merged
     'mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" && echo ready '
     '&& exec cat >/dev/null')
-_DRAIN_S = 2.0
 ROOT_CAPABILITIES = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
                      "CAP_KILL")
 """What ``user="root"`` keeps: file ownership and permission overrides inside the sandbox's
@@ -165,34 +163,6 @@ def _require_available() -> None:
     reason = sandbox_available()
     if reason is not None:
         raise SandboxError(reason)
-
-
-class _Output:
-    """Keeps the first and last `limit // 2` bytes of a stream and counts the rest."""
-
-    def __init__(self, limit: int):
-        self.half = max(limit // 2, 1)
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.half - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            if len(self.tail) > self.half:
-                del self.tail[: len(self.tail) - self.half]
-
-    def text(self) -> tuple[str, bool]:
-        cut = self.total - len(self.head) - len(self.tail)
-        if cut <= 0:
-            return (bytes(self.head) + bytes(self.tail)).decode(errors="replace"), False
-        marker = f"\n[... {cut} bytes of output omitted ...]\n".encode()
-        return (bytes(self.head) + marker + bytes(self.tail)).decode(errors="replace"), True
 
 
 _IDS = itertools.count(1)
@@ -326,13 +296,12 @@ class Sandbox:
             env: Mapping[str, str] | None = None, stdin: str | bytes | None = None,
             user: str = "agent") -> CommandResult:
         """Run `command` with ``bash -c`` inside the sandbox and wait for it (see `Limits`)."""
-        raw, result = self._run_raw(command, timeout_s=timeout_s, cwd=cwd, env=env,
-                                    stdin=stdin, user=user, keep=self.limits.output_bytes)
-        return result
+        return self._run_raw(command, timeout_s=timeout_s, cwd=cwd, env=env, stdin=stdin,
+                             user=user, keep=self.limits.output_bytes)[1]
 
     def _run_raw(self, command: str, *, timeout_s: float | None, cwd: str | None,
                  env: Mapping[str, str] | None, stdin: str | bytes | None, user: str,
-                 keep: int) -> tuple[_Output, CommandResult]:
+                 keep: int) -> tuple[Output, CommandResult]:
         self._check_open()
         wall = self.limits.wall_s if timeout_s is None else timeout_s
         data = stdin.encode() if isinstance(stdin, str) else stdin
@@ -347,12 +316,12 @@ class Sandbox:
         finally:
             os.close(info_write)
         with os.fdopen(info_read, "rb") as info:
-            init_pid = _init_pid(info.read())
+            init_pid = init_pid_of(info.read())
         if data is not None:
-            _feed(proc, data)
-        output = _Output(keep)
-        timed_out = _pump(proc, output, started + wall)
-        _await_namespace_end(init_pid)
+            feed(proc, data)
+        output = Output(keep)
+        timed_out = pump(proc, output, started + wall)
+        await_namespace_end(init_pid)
         code = None if timed_out else proc.returncode
         text, truncated = output.text()
         return output, CommandResult(code, text, timed_out, truncated,
@@ -468,86 +437,3 @@ def _cleanup(root: Path, layer: Path, holders: list[subprocess.Popen]) -> None:
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
-
-
-def _feed(proc: subprocess.Popen, data: bytes) -> None:
-    """Write stdin from a thread so a full pipe can never block the output loop."""
-    import threading
-
-    def write() -> None:
-        try:
-            proc.stdin.write(data)
-            proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
-
-    threading.Thread(target=write, daemon=True).start()
-
-
-def _pump(proc: subprocess.Popen, output: _Output, deadline: float) -> bool:
-    """Read `proc`'s output until EOF or `deadline`; on the deadline kill its process group.
-    Returns whether it timed out."""
-    timed_out = False
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.perf_counter()
-            if left <= 0 and not timed_out:
-                timed_out = True
-                _kill(proc)
-                deadline = time.perf_counter() + _DRAIN_S
-                continue
-            if left <= 0:
-                break  # output still open after the kill: stop reading
-            if not selector.select(timeout=min(left, 1.0)):
-                continue
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                break
-            output.add(chunk)
-    proc.stdout.close()
-    try:
-        proc.wait(timeout=_DRAIN_S)
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        proc.wait()
-    return timed_out
-
-
-def _init_pid(info: bytes) -> int | None:
-    """The host pid of the sandbox's pid-1 from bwrap's ``--info-fd`` JSON (None if absent)."""
-    try:
-        return int(json.loads(info or b"{}")["child-pid"])
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-def _await_namespace_end(init_pid: int | None, limit_s: float = 10.0) -> None:
-    """Wait until the sandbox's pid-1 is gone or a zombie: the kernel makes a namespace's init
-    reap every other process of the namespace before it exits, so then nothing is left."""
-    if init_pid is None:
-        return
-    deadline = time.perf_counter() + limit_s
-    while time.perf_counter() < deadline:
-        try:
-            state = Path(f"/proc/{init_pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return
-        if state in ("Z", "X"):
-            return
-        time.sleep(0.005)
-    logger.warning("sandbox processes still exiting after %.0f s (pid %d)", limit_s, init_pid)
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    """SIGKILL the launcher's process group; bwrap's --die-with-parent and the pid namespace
-    take every process of the command with it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

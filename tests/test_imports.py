@@ -23,7 +23,7 @@ PROJECT = ("harness", "tasks", "signals")
 LAYER = {  # a module may import modules of the same or a lower layer
     "harness.core": 0,
     "harness.records": 1, "harness.store": 1, "harness.stats": 1, "harness.policies": 1,
-    "harness.episodes": 1, "harness.executors": 1,
+    "harness.episodes": 1,
     "harness.config": 2, "harness.runner": 2, "harness.train": 2, "harness.report": 2,
     "harness.audit": 2, "harness.serve": 2, "harness.signal_eval": 2, "harness.executors": 2,
     "harness.cli": 3, "harness.bench": 3, "harness.quickstart": 3, "harness.env_bench": 3,

@@ -39,6 +39,7 @@ from harness.core import HarnessError, MissingDependencyError
 from harness.episodes import failed_record
 from harness.executors.spec import ExecutorSpec
 from harness.policies import Policy, make_policy
+from harness.policies.model import apply_suite_scaffolds
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 from harness.runner import (MIN_EPISODES_FOR_ERROR_RATE, EpisodeJob, RunAborted, RunSummary,
                             plan_jobs, provenance, run_episode)
@@ -118,6 +119,7 @@ def play_episode(task: EpisodeTask) -> tuple[EpisodeRecord, list[StepRecord], st
 
     suite = _built("suite", task.suite, get_suite)
     policy: Policy = _built("policy", task.policy, make_policy)
+    apply_suite_scaffolds([policy], [suite])  # as the driver did (run_on_ray)
     job = EpisodeJob(policy, suite, _task_spec(suite, task.split, task.task_id),
                      task.eval_seed, task.sample)
     record, steps = asyncio.run(_play(job, task.timeout_s, task.max_steps))
@@ -201,6 +203,7 @@ def run_on_ray(config: RunConfig, spec: ExecutorSpec, *, store: Store,
     started = time.perf_counter()
     suites = [get_suite(s) for s in config.suites]
     policies = [make_policy(s) for s in config.policies]
+    apply_suite_scaffolds(policies, suites)
     if not suites or not policies:
         raise HarnessError("a run needs at least one policy and one suite")
     specs = {p.id: s for p, s in zip(policies, config.policies, strict=True)}

@@ -9,15 +9,17 @@ the call, retries included) and the retries the call needed.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from harness.core import ConfigError, HarnessError
 from harness.policies.base import Decision, EpisodeContext
 from harness.policies.scaffold import Messages, Scaffold, make_scaffold
-from harness.policies.specs import ModelOptions
+from harness.policies.specs import ModelOptions, parse_model_spec
 
-__all__ = ["Sampling", "Completion", "ChatResult", "ChatBackend", "ModelPolicy"]
+__all__ = ["Sampling", "Completion", "ChatResult", "ChatBackend", "ModelPolicy",
+           "apply_suite_scaffolds"]
 
 SEED_RANGE = 2**31 - 1
 
@@ -89,7 +91,8 @@ class ModelPolicy:
 
     def __init__(self, spec: str, backend: ChatBackend, options: ModelOptions, *,
                  train_seed: int | None = None, provenance: Mapping[str, Any] | None = None,
-                 scaffold: Scaffold | None = None, policy_id: str | None = None):
+                 scaffold: Scaffold | None = None, policy_id: str | None = None,
+                 scaffold_pinned: bool | None = None):
         self.id = policy_id or spec
         self.backend = backend
         self.options = options
@@ -102,6 +105,20 @@ class ModelPolicy:
             "kind": spec.partition(":")[0], "spec": spec, **backend.describe(),
             "scaffold": self.scaffold.spec.to_dict(), **(provenance or {})}
         self.calls = self.retries = self.unparsed = 0
+        self.own_scaffold = self.scaffold
+        self.scaffold_pinned = _names_scaffold(spec, self.provenance) \
+            if scaffold_pinned is None else scaffold_pinned
+        """False when neither the spec nor a checkpoint names the scaffold: a suite's
+        ``default_scaffold`` then applies (`apply_suite_scaffolds`)."""
+
+    def use_scaffold(self, spec: str) -> None:
+        """Switch to scaffold `spec` (``NAME@VERSION``; "" = the one the policy was built
+        with) with this policy's history window and action length options; the provenance
+        records it."""
+        self.scaffold = make_scaffold(spec, history=self.options.history,
+                                      max_action_chars=self.options.max_action_chars) \
+            if spec else self.own_scaffold
+        self.provenance = {**self.provenance, "scaffold": self.scaffold.spec.to_dict()}
 
     def budget(self) -> int | None:
         context = self.options.context or self.backend.context_tokens
@@ -142,3 +159,31 @@ class ModelPolicy:
     def stats(self) -> dict[str, int]:
         """Calls, retries and unparsed outputs since the policy was built."""
         return {"calls": self.calls, "retries": self.retries, "unparsed": self.unparsed}
+
+
+def _names_scaffold(spec: str, provenance: Mapping[str, Any]) -> bool:
+    """Whether the policy spec sets ``scaffold=``/``format=`` or the checkpoint it loads
+    stores a scaffold."""
+    if "scaffold" in (provenance.get("checkpoint_meta") or {}):
+        return True
+    try:
+        return bool({"scaffold", "format"} & parse_model_spec(spec).given)
+    except HarnessError:
+        return True
+
+
+def apply_suite_scaffolds(policies: Sequence[Any], suites: Sequence[Any]) -> None:
+    """Give every model policy whose scaffold is not pinned the scaffold its suites name
+    (their ``default_scaffold``, e.g. ``terminal@1`` for terminal suites). Suites that name
+    different ones cannot share such a policy in one run (ConfigError: name it in the spec)."""
+    defaults = {getattr(suite, "default_scaffold", "") for suite in suites}
+    for policy in policies:
+        if not isinstance(policy, ModelPolicy) or policy.scaffold_pinned:
+            continue
+        if len(defaults) > 1:
+            names = ", ".join(f"{s.id}: {getattr(s, 'default_scaffold', '') or 'think@1'}"
+                              for s in suites)
+            raise ConfigError(f"the suites of this run default to different scaffolds "
+                              f"({names}); set scaffold=NAME@VERSION in the options of "
+                              f"policy {policy.id}")
+        policy.use_scaffold(next(iter(defaults), ""))

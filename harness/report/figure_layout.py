@@ -1,7 +1,6 @@
 """Fitting text into a printed figure: label wrapping and abbreviation with a key, legends
 under the axes, figure heights grown until every row of labels has room, and a layout check
-read from matplotlib's own text extents (what the figures' tests assert and what
-`save_figure` logs).
+read from matplotlib's own text extents (`layout_problems`, what the figures' tests assert).
 
 Sizes are in points (1/72 inch) unless a name says inches. Text widths come from the font
 itself (`matplotlib.textpath.TextToPath`), not from a per-character guess.

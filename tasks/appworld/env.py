@@ -12,8 +12,11 @@ world's database before and after (`tasks.appworld.grading`).
 from __future__ import annotations
 
 import ast
+import os
 import re
 import sqlite3
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from tasks.appworld.apps import APP_DESCRIPTIONS
@@ -73,14 +76,18 @@ class AppWorldLiteEnv:
         db.deserialize(self._world)
         db.execute("UPDATE task SET instruction=?", (self.instruction,))
         db.commit()
-        self._start = sqlite3.connect(":memory:")
+        self._start = sqlite3.connect(":memory:", check_same_thread=False)
         self._start.deserialize(db.serialize())
         self._server = ApiServer(db, NOW)
         rootfs = build_rootfs(BASE_RECIPE)
         self._sandbox = Sandbox(rootfs, limits=self.limits,
                                 binds=[Bind(self._server.socket_dir, SOCKET_DIR)])
-        for path, text in client_files().items():
-            self._sandbox.write_file(path, text)
+        with tempfile.TemporaryDirectory() as staging:
+            os.chmod(staging, 0o755)  # the agent must read the client (tar keeps modes)
+            for path, text in client_files().items():
+                (Path(staging) / Path(path).name).write_text(text)
+                os.chmod(Path(staging) / Path(path).name, 0o644)
+            self._sandbox.copy_in(Path(staging), CLIENT_DIR)
 
     def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
         self._open()

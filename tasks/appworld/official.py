@@ -18,7 +18,7 @@ import importlib.util
 import os
 from typing import Any
 
-from harness.core import MissingDependencyError
+from harness.core import HarnessError
 from tasks.base import Comparability, StepResult, SuiteBase, TaskSpec
 
 MAX_STEPS = 50
@@ -42,12 +42,19 @@ def official_available() -> str | None:
     return None
 
 
+class AppWorldUnavailableError(HarnessError, ImportError):
+    """PyPI appworld is not importable (it cannot share the harness's venv)."""
+
+
 def _appworld() -> Any:
     try:
         import appworld
     except ImportError:
-        raise MissingDependencyError("appworld", "appworld", "the official AppWorld engine "
-                                     "(in its own venv: it pins pydantic 1)") from None
+        raise AppWorldUnavailableError(
+            "the official AppWorld engine needs PyPI appworld, which pins pydantic 1 and so "
+            "lives in its own venv: python3 -m venv aw && aw/bin/pip install appworld numpy && "
+            "aw/bin/appworld install; run this module with aw/bin/python and PYTHONPATH set "
+            "to this checkout") from None
     return appworld
 
 

@@ -32,6 +32,22 @@ def instance(template: Template, world_seed: int) -> Instance | None:
     return template.build(build_world(world_seed), rng)
 
 
+EXPLOITS = {
+    "read-database": "```python\nimport subprocess\nprint(subprocess.run('find / -xdev -name "
+                     "\"*.db\" -o -name \"*.sqlite*\"', shell=True, capture_output=True, "
+                     "text=True).stdout)\napis.supervisor.complete_task(answer='yes')\n```",
+    "delete-everything": "```python\np = {a['account_name']: a['password'] for a in "
+                         "apis.supervisor.show_account_passwords()}\nme = apis.supervisor."
+                         "show_profile()['email']\ntok = apis.simple_note.login(username=me, "
+                         "password=p['simple_note'])['access_token']\nfor n in apis.simple_note."
+                         "search_notes(access_token=tok, page_limit=20):\n    apis.simple_note."
+                         "delete_note(access_token=tok, note_id=n['id'])\n"
+                         "apis.supervisor.complete_task()\n```",
+}
+"""Reward-hacking attempts the audit plays (each must score 0): look for the world's database
+(it is not in the sandbox), and wreck the world before completing (collateral damage)."""
+
+
 class AppWorldLiteSuite(SuiteBase):
     """Nine templates (three per difficulty level) x ten seeded worlds each."""
 
@@ -40,7 +56,9 @@ class AppWorldLiteSuite(SuiteBase):
     description = ("AppWorld-style API tasks (Python cells calling apis.<app>.<api>, graded by "
                    "database diff: expected changes, no collateral changes) on five small "
                    "project-written apps; difficulty levels 1-3")
-    trivial_actions = {"complete": "```python\napis.supervisor.complete_task()\n```"}
+    trivial_actions = {"complete": "```python\napis.supervisor.complete_task()\n```",
+                       **EXPLOITS}
+    exploit_policies = {name: f"noop:{name}" for name in EXPLOITS}
     blocking = True
     comparability = COMPARABILITY
 

@@ -13,6 +13,7 @@ import contextlib
 import io
 import logging
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,16 @@ def _as_list(value: Any, n: int, fill: Any) -> list:
     return list(value) if isinstance(value, list) else [value]
 
 
+_STDOUT_LOCK = threading.Lock()
+
+
 def _quiet(function: Callable, *args: Any, **kwargs: Any) -> Any:
-    """Call an official function with its ``print`` output captured (library code is quiet)."""
-    with contextlib.redirect_stdout(io.StringIO()):
+    """Call an official function with its ``print`` output captured (library code is quiet).
+
+    `sys.stdout` is process-wide, so concurrent episodes take turns (a lock), or one
+    episode's restore could leave another's capture buffer installed.
+    """
+    with _STDOUT_LOCK, contextlib.redirect_stdout(io.StringIO()):
         return function(*args, **kwargs)
 
 

@@ -16,6 +16,7 @@ import ast
 import functools
 import importlib
 import importlib.util
+import logging
 import sys
 import types
 from collections.abc import Callable
@@ -49,6 +50,9 @@ def _package(kind: str) -> str:
     """Register ``desktop_env.evaluators.<kind>`` as a bare package (its __init__ not run)."""
     root = _require()
     importlib.import_module(f"{PACKAGE}.evaluators")  # upstream's is comments only
+    # upstream's getters warn on every result file an agent did not produce (an ordinary
+    # failed task here); keep their errors only
+    logging.getLogger("desktopenv").setLevel(logging.ERROR)
     name = f"{PACKAGE}.evaluators.{kind}"
     if name not in sys.modules:
         module = types.ModuleType(name)

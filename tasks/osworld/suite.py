@@ -35,6 +35,14 @@ def split_of(task_id: str) -> str:
     return ("train", "dev", "test", "test")[bucket]
 
 
+EXPLOITS = {
+    "find-expected": "```bash\ngrep -rIl -e '\"evaluator\"' -e '\"expected\"' /home /tmp /root "
+                     "/opt /var /etc /work 2>/dev/null | head; env | grep -i expect; true\n```",
+}
+"""Reward-hacking attempt the audit plays (must score 0): look for the task's evaluator and
+expected values on the machine (they never enter the sandbox)."""
+
+
 class SandboxUnavailableError(HarnessError):
     """The headless backend cannot run here (no sandbox)."""
 
@@ -45,7 +53,8 @@ class OSWorldFilesSuite(SuiteBase):
     name = "osworld-files"
     version = 1
     description = DESCRIPTION
-    trivial_actions = {"done": "DONE", "infeasible": "FAIL"}
+    trivial_actions = {"done": "DONE", "infeasible": "FAIL", **EXPLOITS}
+    exploit_policies = {name: f"noop:{name}" for name in EXPLOITS}
     blocking = True
     comparability = COMPARABILITY
 

@@ -48,7 +48,7 @@ __all__ = ["EnvSpec", "BuiltEnv", "EnvBuildError", "env_spec", "find_python",
 
 VENV = "/opt/swe/venv"
 WHEELS = "/opt/swe/wheels"
-ACTIVATE_SHIM = f"""# conda's activation for environments built by agent-rl-harness (a venv, not conda)
+ACTIVATE_SHIM = f"""# conda activation for harness-built environments (a venv, not conda)
 if [ -d {VENV}/bin ]; then export PATH={VENV}/bin:$PATH; export VIRTUAL_ENV={VENV}; fi
 export PIP_NO_INDEX=1 PIP_FIND_LINKS={WHEELS} PIP_DISABLE_PIP_VERSION_CHECK=1
 if [ -f /opt/swe/constraints.txt ]; then export PIP_CONSTRAINT=/opt/swe/constraints.txt; fi
@@ -148,9 +148,16 @@ def _requirements(spec: EnvSpec) -> tuple[list[str], list[str]]:
     notes: list[str] = []
     lines: list[str] = []
     if spec.packages == "requirements.txt":
+        from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS
         from swebench.harness.test_spec.python import clean_requirements
 
-        pending, seen = ["requirements.txt"], set()
+        candidates = MAP_REPO_TO_REQS_PATHS.get(spec.repo, ["requirements.txt"])
+        first = next((p for p in candidates
+                      if read_at(spec.repo, spec.setup_commit, p) is not None), None)
+        if first is None:
+            raise EnvBuildError(f"{spec.repo} {spec.version}: none of {candidates} exists at "
+                                f"{spec.setup_commit}")
+        pending, seen = [first], set()
         while pending:
             path = pending.pop()
             seen.add(path)
@@ -161,7 +168,7 @@ def _requirements(spec: EnvSpec) -> tuple[list[str], list[str]]:
                     include = str(Path(path).parent / line[2:].strip())
                     if include not in seen:
                         pending.append(include)
-                elif line and not line.startswith("-e") and not line.startswith("."):
+                elif line and not line.startswith(("-e", ".", "-c")):
                     lines.append(line)
     elif spec.packages == "environment.yml":
         notes.append("environment.yml (conda) packages not installed")
@@ -171,33 +178,59 @@ def _requirements(spec: EnvSpec) -> tuple[list[str], list[str]]:
     return lines, notes
 
 
-def _pins(python: Path, requirements: Sequence[str], before: str) -> list[str]:
+def _pins(python: Path, requirements: Sequence[str], before: str,
+          overrides: Sequence[str] = ()) -> list[str]:
     """`requirements` resolved for `python` by ``uv pip compile`` with only releases uploaded
     before `before` (the environment's era; without uv, or when the spec pins something newer,
     the newest releases): ``name==version`` lines."""
     uv = shutil.which("uv")
     if uv is None:
         return list(requirements)
-    for bound in ([["--exclude-newer", before]] if before else []) + [[]]:
-        argv = [uv, "pip", "compile", "--quiet", "--no-header", "--no-annotate",
-                "--python", str(python / "bin" / "python"), *bound[:2], "-"]
-        done = subprocess.run(argv, input="\n".join(requirements), capture_output=True,
-                              text=True, timeout=900)
-        if done.returncode == 0:
-            return [line.strip() for line in done.stdout.splitlines()
-                    if line.strip() and not line.startswith("#")]
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as override:
+        override.write("\n".join(overrides) + "\n")
+        override.flush()
+        extra = ["--override", override.name] if overrides else []
+        for bound in ([["--exclude-newer", before]] if before else []) + [[]]:
+            argv = [uv, "pip", "compile", "--quiet", "--no-header", "--no-annotate",
+                    "--python", str(python / "bin" / "python"), *bound[:2], *extra, "-"]
+            done = subprocess.run(argv, input="\n".join(requirements), capture_output=True,
+                                  text=True, timeout=900)
+            if done.returncode == 0:
+                return [line.strip() for line in done.stdout.splitlines()
+                        if line.strip() and not line.startswith("#")]
     raise EnvBuildError(f"cannot resolve {' '.join(requirements)[:200]}: "
                         f"{done.stderr.strip()[-300:]}")
 
 
+def _host_pip_python(python: Path) -> Path:
+    """A host venv of `python` with the newest pip it supports (old interpreters ship pips
+    without ``--use-pep517``), made once; only the package registry is contacted."""
+    venv = cache_root() / "host-pip" / python.name
+    target = venv / "bin" / "python"
+    if not (venv / ".ready").exists():
+        subprocess.run([str(python / "bin" / "python"), "-m", "venv", "--clear", str(venv)],
+                       check=True, capture_output=True)
+        minor = int(python.name.split(".")[1])
+        newest = {6: "pip<22", 7: "pip<24.1", 8: "pip<25.1"}.get(minor, "pip")  # old pips
+        done = subprocess.run([str(target), "-m", "pip", "install", "-q", "--upgrade", newest],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise EnvBuildError(f"cannot upgrade pip for Python {python.name}: "
+                                f"{done.stderr.strip()[-300:]}")
+        (venv / ".ready").write_text("ok\n")
+    return target
+
+
 def _host_wheels(python: Path, wheels: Path, requirements: Sequence[str],
-                 before: str = "") -> list[str]:
+                 before: str = "", overrides: Sequence[str] = ()) -> list[str]:
     """Wheels of `requirements` (resolved as `_pins` says) in `wheels`, built by the spec's
     Python with ``pip wheel`` (only the package registry is contacted); returns the pins."""
     if not requirements:
         return []
-    pins = _pins(python, requirements, before)
-    argv = [str(python / "bin" / "python"), "-m", "pip", "wheel", "-q", "--no-deps", "--use-pep517",
+    pins = _pins(python, requirements, before, overrides)
+    argv = [str(_host_pip_python(python)), "-m", "pip", "wheel", "-q", "--no-deps", "--use-pep517",
             "--disable-pip-version-check", "-w", str(wheels), *pins]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
@@ -305,7 +338,8 @@ def _build_layer(spec: EnvSpec, home: Path, python: Path, wheels: Path, before: 
     from tasks.sandbox import Bind, Limits, Sandbox
 
     wheels.mkdir(parents=True, exist_ok=True)
-    pins = _host_wheels(python, wheels, ["pip", "setuptools", "wheel", *requirements], before)
+    pins = _host_wheels(python, wheels, ["pip", "setuptools", "wheel", *requirements], before,
+                        overrides=spec.pip_packages)  # as upstream: pip_packages installed last
     source = checkout(spec.repo, spec.setup_commit, mirrors)
     limits = Limits(wall_s=timeout_s, cpu_s=int(timeout_s), disk_bytes=8 << 30,
                     processes=2048, output_bytes=1 << 20)

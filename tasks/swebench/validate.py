@@ -21,7 +21,10 @@ from tasks.swebench.data import Instance
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ValidationRow", "validate", "validation_lines"]
+__all__ = ["ValidationRow", "validate", "validation_lines", "crosscheck"]
+
+NETWORK_SIGNS = ("Temporary failure in name resolution", "Network is unreachable",
+                 "Name or service not known", "nodename nor servname")
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,9 @@ def _reason(gold: object, empty: object, missing: int) -> str:
         parts.append("empty patch resolves")
     if missing and parts:
         parts.append(f"{missing} files absent from the mirror")
+    if parts and any(sign in gold.log for sign in NETWORK_SIGNS):  # type: ignore[attr-defined]
+        parts.append("tests reach for the network, which the sandbox denies (upstream's "
+                     "Docker runs had it)")
     return "; ".join(parts)
 
 
@@ -89,7 +95,8 @@ def validate(instances: Sequence[Instance], backend: object, *,
             empty = backend.evaluate(instance, "")  # type: ignore[attr-defined]
         except HarnessError as exc:
             rows.append(ValidationRow(instance.instance_id, instance.repo, instance.version,
-                                      False, False, 0.0, False, 0.0, 0.0, f"error: {exc}"[:300]))
+                                      False, False, 0.0, False, 0.0, 0.0,
+                                      " ".join(f"error: {exc}".split())[:300]))
             say(f"{instance.instance_id}: {rows[-1].reason}")
             continue
         if logs_dir is not None:
@@ -121,3 +128,25 @@ def validation_lines(rows: Sequence[ValidationRow]) -> list[str]:
     lines.append(f"\n{good} of {len(rows)} instances reproduced here (gold resolves and the "
                  f"empty patch fails); {len(rows) - good} not")
     return lines
+
+
+def crosscheck(logs_dir: Path) -> list[tuple[str, str, bool, bool]]:
+    """For every recorded log in `logs_dir` (``<id>.<kind>.log`` beside ``<id>.json``):
+    ``(instance id, kind, our verdict, the swebench package's get_eval_report verdict)``.
+    Repositories upstream does not list (swe-lite) are skipped: its function cannot read them."""
+    from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
+
+    from tasks.swebench.data import instance_from_row
+    from tasks.swebench.grading import grade_log, official_report
+
+    rows = []
+    for row_path in sorted(Path(logs_dir).glob("*.json")):
+        instance = instance_from_row(json.loads(row_path.read_text()))
+        if instance.repo not in MAP_REPO_TO_PARSER:
+            continue
+        for log_path in sorted(Path(logs_dir).glob(f"{instance.instance_id}.*.log")):
+            kind = log_path.name[len(instance.instance_id) + 1:-len(".log")]
+            ours = grade_log(log_path.read_text(errors="replace"), instance).resolved
+            theirs = bool(official_report(instance, str(log_path), "patch")["resolved"])
+            rows.append((instance.instance_id, kind, ours, theirs))
+    return rows

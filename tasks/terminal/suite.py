@@ -49,6 +49,7 @@ class TerminalSuite(SuiteBase):
     blocking = True
     multiline_actions = True
     instructions = INSTRUCTIONS
+    default_scaffold = "terminal@1"
     max_steps = 30
 
     def __init__(self, tasks: list[TerminalTask], splits: dict[str, str] | None = None):

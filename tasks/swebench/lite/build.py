@@ -1,4 +1,4 @@
-"""Write ``instances.jsonl`` from ``bugs.py`` and ``libs/``: ``python -m tasks.swebench.lite.build``.
+"""Write ``instances.jsonl`` from ``bugs.py`` and ``libs/``: ``python -m tasks.swebench.lite.build``
 
 For each bug: the library with the bug injected is committed (fixed identity and date, so the
 hash is ``base_commit``), the gold patch is ``git diff`` back to the fixed file, the test patch

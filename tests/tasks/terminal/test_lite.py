@@ -45,7 +45,7 @@ def test_every_task_fails_before_and_passes_after_its_solution(lite_suite):
         env.reset(seed=0)
         before = env.step("submit")
         env.reset(seed=0)
-        _, after = _play(env, [env.oracle_action() for _ in range(1)] + ["submit"])
+        after = env.step(env.oracle_action())
         while not (after.terminated or after.truncated):
             after = env.step(env.oracle_action())
         env.close()

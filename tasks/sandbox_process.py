@@ -1,0 +1,128 @@
+"""Process plumbing of `tasks.sandbox`: bounded output capture, the wall-clock kill, waiting
+for a command's pid namespace to empty."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+__all__ = ["Output", "await_namespace_end", "feed", "init_pid", "pump"]
+
+logger = logging.getLogger(__name__)
+_DRAIN_S = 2.0
+
+
+class Output:
+    """Keeps the first and last `limit // 2` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int):
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> tuple[str, bool]:
+        cut = self.total - len(self.head) - len(self.tail)
+        if cut <= 0:
+            return (bytes(self.head) + bytes(self.tail)).decode(errors="replace"), False
+        marker = f"\n[... {cut} bytes of output omitted ...]\n".encode()
+        return (bytes(self.head) + marker + bytes(self.tail)).decode(errors="replace"), True
+
+
+def feed(proc: subprocess.Popen, data: bytes) -> None:
+    """Write stdin from a thread so a full pipe can never block the output loop."""
+    def write() -> None:
+        try:
+            proc.stdin.write(data)
+            proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    threading.Thread(target=write, daemon=True).start()
+
+
+def pump(proc: subprocess.Popen, output: Output, deadline: float) -> bool:
+    """Read `proc`'s output until EOF or `deadline`; on the deadline kill its process group.
+    Returns whether it timed out."""
+    timed_out = False
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0 and not timed_out:
+                timed_out = True
+                _kill(proc)
+                deadline = time.perf_counter() + _DRAIN_S
+                continue
+            if left <= 0:
+                break  # output still open after the kill: stop reading
+            if not selector.select(timeout=min(left, 1.0)):
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            output.add(chunk)
+    proc.stdout.close()
+    try:
+        proc.wait(timeout=_DRAIN_S)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        proc.wait()
+    return timed_out
+
+
+def init_pid(info: bytes) -> int | None:
+    """The host pid of the sandbox's pid-1 from bwrap's ``--info-fd`` JSON (None if absent)."""
+    try:
+        return int(json.loads(info or b"{}")["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def await_namespace_end(init_pid: int | None, limit_s: float = 10.0) -> None:
+    """Wait until the sandbox's pid-1 is gone or a zombie: the kernel makes a namespace's init
+    reap every other process of the namespace before it exits, so then nothing is left."""
+    if init_pid is None:
+        return
+    deadline = time.perf_counter() + limit_s
+    while time.perf_counter() < deadline:
+        try:
+            state = Path(f"/proc/{init_pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.005)
+    logger.warning("sandbox processes still exiting after %.0f s (pid %d)", limit_s, init_pid)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """SIGKILL the launcher's process group; bwrap's --die-with-parent and the pid namespace
+    take every process of the command with it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
