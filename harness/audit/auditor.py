@@ -181,6 +181,12 @@ def _probes(config: AuditConfig, suite: Suite, notes: list[str]) -> list[Probe]:
                             make_policy(config.greedy_policy)))
     unique: dict[str, Probe] = {}
     for probe in probes:
+        earlier = unique.get(probe.policy.id)
+        if earlier is not None and earlier.kind == "trivial" and probe.kind == "exploit":
+            # a suite lists an exploit among its trivial actions so `noop:NAME` can play it;
+            # it is reported as the exploit it is, not as a trivial move
+            unique[probe.policy.id] = probe
+            continue
         if probe.policy.id in unique:
             notes.append(f"probe {probe.name!r} is the same policy as "
                          f"{unique[probe.policy.id].name!r}; played once")

@@ -318,7 +318,12 @@ def improvement_matrix(df: pd.DataFrame, policies: Sequence[str], *,
         axes.set_xticks(x_ticks, x_labels, rotation=90 if square else 0)
         axes.set_yticks(range(n), y_labels)
         axes.tick_params(length=2)
-        bar = figure.colorbar(image, ax=axes, label="P(row > column)")
+        if square:  # a bar beside the matrix, which stays centred on the page
+            side = n * pitch
+            bar_axes = axes.inset_axes([1 + 8 / side, 0, 7 / side, 1])
+            bar = figure.colorbar(image, cax=bar_axes, label="P(row > column)")
+        else:
+            bar = figure.colorbar(image, ax=axes, label="P(row > column)")
         bar.set_ticks([0, 0.5, 1])
         if key:
             legend_below(figure, [], [], key=key)

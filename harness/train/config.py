@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.core import ConfigError, UnknownNameError, read_toml
+from harness.executors.spec import parse_executor
 
 __all__ = [
     "ModelConfig", "RolloutConfig", "AlgorithmConfig", "GRPOConfig", "DrGRPOConfig",
@@ -91,6 +92,10 @@ class RolloutConfig:
                                           ())
     gpu_memory_utilization: float = _help("vllm engine: fraction of GPU memory it may take "
                                           "(colocated with the learner)", 0.3)
+    executor: str = _help("where env steps run: 'local' (this process), 'ray' (Ray env-worker "
+                          "actors on a local Ray instance) or 'ray:ADDRESS' (an existing "
+                          "cluster); the learner and generation stay here", "local")
+    env_workers: int = _help("executor 'ray': env-worker actors (each holds many Envs)", 2)
 
 
 @dataclass(frozen=True)
@@ -358,6 +363,8 @@ def _validate(c: TrainConfig) -> None:
         raise UnknownNameError("rollout engine", r.engine, ("hf", "vllm"))
     if r.context not in ("step", "episode"):
         raise UnknownNameError("rollout context", r.context, ("step", "episode"))
+    parse_executor(r.executor)  # local | ray | ray:ADDRESS, else a ConfigError
+    _check_range("rollout.env_workers", r.env_workers, 1, integer=True)
     if r.context == "episode" and r.history:
         raise ConfigError(f"rollout.history={r.history} conflicts with rollout.context="
                           "'episode' (the whole episode is the context); set history = 0 or "

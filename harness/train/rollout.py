@@ -194,11 +194,17 @@ def _fork(builder: _Builder, episodes: list[_Episode]) -> list[_Episode]:
     return out
 
 
+def _reply(builder: _Builder, episode: _Episode, sample: Any) -> tuple[str, str]:
+    """The sampled reply's text and the env action the scaffold parses from it."""
+    text = builder.tok.decode(sample.ids)
+    multiline = episode.state.multiline_actions
+    return text, builder.scaffold.parse(text, multiline=multiline).env_action
+
+
 def _advance(builder: _Builder, episode: _Episode, prompt: list[int], sample: Any) -> None:
     """Apply one sampled reply to its episode: env step, step record, context growth."""
     spec, tok = builder.spec, builder.tok
-    text = tok.decode(sample.ids)
-    action = builder.scaffold.parse(text, multiline=episode.state.multiline_actions).env_action
+    text, action = _reply(builder, episode, sample)
     state_key = episode.env.state_key() if isinstance(episode.env, HasStateKey) else episode.obs
     result = episode.env.step(action)
     turn = len(episode.steps)
@@ -309,6 +315,10 @@ def collect(suite: Suite, tasks: Sequence[TaskSpec], seeds: Sequence[int], *, gr
                                   seed=derive_seed("rollout", seed, rounds))
         generate_s += time.perf_counter() - t0
         generated += sum(len(s.ids) for s in samples) + sum(len(p) for p in prompts)
+        step_all = getattr(suite, "step_all", None)  # Ray env workers (executors.ray_envs)
+        if step_all is not None:  # step every env of the round at once; _advance reads results
+            step_all([e.env for e in live],
+                     [_reply(builder, e, s)[1] for e, s in zip(live, samples)])
         for episode, prompt, sample in zip(live, prompts, samples):
             _advance(builder, episode, prompt, sample)
             if episode.done:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core import derive_seed, make_rng
+from harness.executors.ray_envs import rollout_suite
 from harness.train.advantages import estimate, replace_inputs
 from harness.train.checkpoint import (checkpoint_dir_name, is_checkpoint, latest_checkpoint,
                                       load_checkpoint_meta, load_trainer_state, save_checkpoint)
@@ -98,6 +99,8 @@ class Trainer:
         if resume_from is not None:
             self.learner.load_state_dict(load_trainer_state(resume_from))
         self.engine = self._make_engine()
+        self.rollout_suite = rollout_suite(self.suite, c.rollout.executor,
+                                           c.rollout.env_workers)
 
     def _warm_start(self, source: Path, on_step: Callable | None) -> Path:
         from harness.episodes import env_seed
@@ -186,7 +189,8 @@ class Trainer:
         spec = RolloutSpec(context=r.context, max_new_tokens=r.max_new_tokens,
                            temperature=r.temperature, max_steps=r.max_steps,
                            branches=r.branches, branch_steps=tuple(r.branch_steps))
-        return collect(self.suite, tasks, seeds, group_size=r.group_size, engine=self.engine,
+        return collect(self.rollout_suite, tasks, seeds, group_size=r.group_size,
+                       engine=self.engine,
                        tokenization=self.tokenization, scaffold=self.scaffold, spec=spec,
                        seed=derive_seed("train-rollout", self.train_seed, step), update=step,
                        policy_version=step, policy_id=self.name)

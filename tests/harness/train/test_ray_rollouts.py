@@ -1,0 +1,79 @@
+"""Training rollouts on Ray env workers (``[rollout] executor = "ray"``): for a fixed seed,
+the same transitions, per-step advantage inputs, advantages (GiGPO, tree) and losses as
+local rollouts, over several updates, on a tiny model."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"})
+
+ray = pytest.importorskip("ray")
+
+from harness.executors.ray_envs import RaySuite  # noqa: E402
+from harness.train.advantages import estimate  # noqa: E402
+from harness.train.config import make_train_config  # noqa: E402
+from harness.train.trainer import Trainer  # noqa: E402
+
+LOSSES = ("loss", "pg_loss", "kl", "entropy", "grad_norm", "mean_reward",
+          "advantage_abs_mean", "nonzero_advantage_fraction")
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=2,
+             include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def _config(tmp_path, tiny_shape, executor: str, algorithm: dict, rollout: dict):
+    return make_train_config({
+        "name": "t", "suite": "frozenlake-random@1", "updates": 2,
+        "out_dir": str(tmp_path / "out"), "db": str(tmp_path / "h.db"), "model": tiny_shape,
+        "sft": {"steps": 30, "batch_size": 16, "lr": 1e-2, "max_tasks": 8, "save_at": []},
+        "rollout": {"tasks_per_update": 3, "group_size": 4, "max_steps": 6,
+                    "executor": executor, "env_workers": 2, **rollout},
+        "algorithm": {"kl_coef": 0.05, "entropy_coef": 0.01, **algorithm},
+        "optim": {"lr": 1e-2, "micro_batch": 8}})
+
+
+def _updates(tmp_path, tiny_shape, executor, algorithm, rollout):
+    config = _config(tmp_path, tiny_shape, executor, algorithm, rollout)
+    trainer = Trainer(config, 5, work_dir=tmp_path / executor)
+    trainer.prepare()
+    out = []
+    for _ in range(config.updates):
+        result = trainer.update()
+        batch = result.batch
+        advantages = estimate(config.algorithm.estimator, batch.inputs,
+                              **config.algorithm.estimator_params())
+        out.append((result.metrics, batch, advantages))
+    return trainer, out
+
+
+@pytest.mark.parametrize("algorithm, rollout", [
+    ({"name": "gigpo"}, {}),
+    ({"name": "tree"}, {"branches": 2, "branch_steps": [1]})], ids=["gigpo", "tree"])
+def test_ray_env_workers_give_the_same_advantages_and_losses(tmp_path, tiny_shape,
+                                                             ray_instance, algorithm, rollout):
+    _, local = _updates(tmp_path, tiny_shape, "local", algorithm, rollout)
+    trainer, remote = _updates(tmp_path, tiny_shape, "ray", algorithm, rollout)
+    assert isinstance(trainer.rollout_suite, RaySuite)
+    assert len(trainer.rollout_suite._pool.workers) == 2
+    for (m_local, b_local, a_local), (m_ray, b_ray, a_ray) in zip(local, remote, strict=True):
+        assert b_ray.transitions == b_local.transitions
+        for name in ("episode", "group", "reward", "state_key", "node", "parent"):
+            np.testing.assert_array_equal(getattr(b_ray.inputs, name),
+                                          getattr(b_local.inputs, name), err_msg=name)
+        np.testing.assert_array_equal(a_ray.advantages, a_local.advantages)
+        assert np.abs(a_local.advantages).sum() > 0
+        assert [(r.key, r.total_reward, r.n_steps, r.final_observation)
+                for r in b_ray.episodes] == [(r.key, r.total_reward, r.n_steps,
+                                              r.final_observation) for r in b_local.episodes]
+        for key in LOSSES:
+            assert m_ray[key] == m_local[key], key
+    assert len(local) == 2 and local[0][0]["loss"] != local[1][0]["loss"]
