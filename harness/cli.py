@@ -106,11 +106,11 @@ class _Progress:
             self.bar.stop()
 
 
-def _execute(config, executor: str = "local") -> Any:
+def _execute(config, executor: str = "local", env_workers: int = 0) -> Any:
     from harness.executors import parse_executor
     from harness.runner import run
 
-    spec = parse_executor(executor)
+    spec = parse_executor(executor, env_workers=env_workers)
     progress = _Progress()
     try:
         if spec.kind == "ray":
@@ -130,7 +130,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     config = _config_from_args(args)
     try:
-        summary = _execute(config, getattr(args, "executor", "local"))
+        summary = _execute(config, getattr(args, "executor", "local"),
+                           getattr(args, "env_workers", 0))
     except RunInterrupted as exc:
         print(f"harness run: {exc}", file=sys.stderr)
         sys.stdout.flush()
@@ -294,6 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
     _run_flags(p)
     p.add_argument("--executor", default="local", help="local (default), ray (a local Ray "
                    "instance) or ray:ADDRESS (an existing Ray cluster, e.g. ray:auto)")
+    p.add_argument("--env-workers", type=int, default=0, help="with --executor ray: play "
+                   "episodes in N environment-worker actors per suite, each holding the suite "
+                   "and an Env reused across episodes (0: one Ray task per episode)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("leaderboard", help="success rate with 95%% intervals per policy x suite")

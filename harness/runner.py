@@ -8,9 +8,10 @@ an interrupted command finishes the run with every episode stored exactly once. 
 in an episode is stored as status ``error`` (or ``timeout``) with its traceback and never
 counts as a success; a rerun plays such episodes again and replaces their record.
 
-Episodes of inline suites yield to the event loop at their start and then at least every
-`YIELD_EVERY_S` seconds, so concurrent episodes interleave, ``--timeout`` holds (the
-deadline is also checked after every step, exactly) and SIGINT/SIGTERM stop the run: the
+Episodes of inline suites yield to the event loop whenever `YIELD_EVERY_S` seconds have
+passed since the run's last yield (checked at each episode's start and after every step; a
+`Pacer` shared by the run's workers), so concurrent episodes interleave, ``--timeout`` holds
+(the deadline is also checked after every step, exactly) and SIGINT/SIGTERM stop the run: the
 first signal cancels the episodes in flight, keeps every finished one, and `run` raises
 `RunInterrupted`; rerunning the same command completes the run. A run whose error rate
 exceeds ``max_error_rate`` raises `RunAborted`; a config that selects no episode at all is a
@@ -50,7 +51,19 @@ log = logging.getLogger(__name__)
 
 MIN_EPISODES_FOR_ERROR_RATE = 10
 YIELD_EVERY_S = 0.01
-"""Longest stretch an inline episode runs without yielding to the event loop."""
+"""Longest stretch the inline episodes of a run go without yielding to the event loop
+(yielding after every step would cost a third of the runner's speed on the games)."""
+
+
+class Pacer:
+    """When inline episodes yield to the event loop: once `every_s` seconds have passed since
+    the last yield of any episode sharing this pacer (a run's workers share one)."""
+
+    __slots__ = ("every_s", "last")
+
+    def __init__(self, every_s: float = YIELD_EVERY_S):
+        self.every_s = every_s
+        self.last = time.monotonic()
 
 
 class RunAborted(HarnessError):
@@ -90,13 +103,16 @@ class RunSummary:
 
 
 async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
-                      executor: Executor | None = None, deadline: float | None = None
-                      ) -> tuple[EpisodeRecord, list[StepRecord]]:
+                      executor: Executor | None = None, deadline: float | None = None,
+                      pacer: Pacer | None = None) -> tuple[EpisodeRecord, list[StepRecord]]:
     """Play one episode. Exceptions propagate; `run` turns them into error records.
 
     Env work of a blocking suite runs in `executor` (the loop's default pool when None).
-    `deadline` (``loop.time()``) is checked after every step: past it, `TimeoutError`.
+    `deadline` (``loop.time()``, a monotonic clock) is checked after every step: past it,
+    `TimeoutError`. An inline episode yields to the event loop when `pacer` says so (a
+    fresh pacer when None).
     """
+    pacer = pacer if pacer is not None else Pacer()
     suite, task, policy = job.suite, job.task, job.policy
     blocking = suite.blocking
     loop = asyncio.get_running_loop()
@@ -106,17 +122,20 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
         obs, info = await loop.run_in_executor(executor, functools.partial(
             env.reset, seed=env_seed(suite.id, task.id, job.eval_seed)))
     else:
-        await asyncio.sleep(0)  # let other episodes, timeouts and signals in
+        if loop.time() - pacer.last >= pacer.every_s:  # let other episodes, signals in
+            await asyncio.sleep(0)
+            pacer.last = loop.time()
         env = suite.make_env(task.id)
         obs, info = env.reset(seed=env_seed(suite.id, task.id, job.eval_seed))
     limit = env.max_steps if max_steps is None else min(max_steps, env.max_steps)
     context = episode_context(suite, task, env, obs, info, eval_seed=job.eval_seed,
                               sample=job.sample, policy_id=policy.id)
     steps: list[StepRecord] = []
-    tally = EpisodeTally()
+    total_reward, n_invalid, prompt_tokens, completion_tokens = 0.0, 0, 0, 0
+    retries, model_latency_s = 0, 0.0  # summed inline (hot loop), then one EpisodeTally
     terminated = truncated = False
     history, act, step = context.history, policy.act, env.step
-    clock, yielded = loop.time, loop.time()
+    clock, every = loop.time, pacer.every_s
     while not (terminated or truncated):
         decision = await act(context)
         action = decision.action
@@ -129,18 +148,23 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
             truncated = True
         steps.append(StepRecord(t, obs, action, decision.raw_output, result.reward,
                                 terminated, truncated, info))
-        tally.add(result.reward, info, prompt_tokens=decision.prompt_tokens,
-                  completion_tokens=decision.completion_tokens, retries=decision.retries,
-                  latency_s=decision.latency_s)
+        total_reward += result.reward
+        n_invalid += info.get("invalid", False)
+        prompt_tokens += decision.prompt_tokens
+        completion_tokens += decision.completion_tokens
+        retries += decision.retries
+        model_latency_s += decision.latency_s
         history.append((obs, action))
         obs = result.observation
         context.observation, context.info, context.step = obs, info, t + 1
         now = clock()
         if deadline is not None and now >= deadline:
             raise TimeoutError
-        if now - yielded >= YIELD_EVERY_S:
+        if now - pacer.last >= every:
             await asyncio.sleep(0)
-            yielded = clock()
+            pacer.last = clock()
+    tally = EpisodeTally(total_reward, len(steps), int(n_invalid), prompt_tokens,
+                         completion_tokens, retries, model_latency_s)
     record = finish_record(job.key, task, tally, info=info, terminated=terminated,
                            truncated=truncated, final_observation=obs,
                            wall_s=time.perf_counter() - started, train_seed=policy.train_seed,
@@ -280,6 +304,7 @@ async def run_async(config: RunConfig, *, store: Store,
     for job in pending:
         queue.put_nowait(job)
     loop = asyncio.get_running_loop()
+    pacer = Pacer()
 
     def error_rate_exceeded(minimum: int) -> bool:
         return (counts["played"] >= minimum
@@ -303,7 +328,8 @@ async def run_async(config: RunConfig, *, store: Store,
                 async with asyncio.timeout(timeout):
                     record, steps = await run_episode(job, max_steps=config.max_steps,
                                                       executor=executor,
-                                                      deadline=loop.time() + timeout)
+                                                      deadline=loop.time() + timeout,
+                                                      pacer=pacer)
             except TimeoutError:
                 record, steps = _failed(job, "timeout", f"episode exceeded {timeout}s",
                                         time.perf_counter() - t0), []

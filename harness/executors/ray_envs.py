@@ -32,7 +32,7 @@ from tasks import get_suite
 from tasks.base import HasStateKey, Snapshotable, StepResult, Suite
 
 __all__ = ["SuiteResources", "suite_resources", "EnvWorker", "EnvWorkerPool", "RemoteEnv",
-           "RaySuite", "rollout_suite"]
+           "RaySuite", "rollout_suite", "EpisodeWorker", "episode_workers"]
 
 log = logging.getLogger(__name__)
 
@@ -256,3 +256,62 @@ def rollout_suite(suite: Suite, executor: str, env_workers: int) -> Suite:
     log.info("rollouts of %s on %d Ray env workers (%s)", suite.id, env_workers,
              spec.describe())
     return RaySuite(suite, EnvWorkerPool(ray, suite, env_workers))  # type: ignore[return-value]
+
+
+class _OneEnvSuite:
+    """`suite` whose ``make_env`` hands back the Env it made last when asked for the same
+    task again (reset then starts the next episode: the Env contract's determinism is over
+    reset with a seed, so a reused Env plays the same episode as a fresh one)."""
+
+    def __init__(self, suite: Suite):
+        self._suite = suite
+        self._task: str | None = None
+        self._env: Any = None
+        self.made = self.reused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._suite, name)
+
+    @property
+    def id(self) -> str:
+        return self._suite.id
+
+    def make_env(self, task_id: str) -> Any:
+        if self._env is not None and self._task == task_id:
+            self.reused += 1
+            return self._env
+        close = getattr(self._env, "close", None)
+        if callable(close):
+            close()
+        self._env, self._task = self._suite.make_env(task_id), task_id
+        self.made += 1
+        return self._env
+
+
+class EpisodeWorker:
+    """An environment-worker actor of `harness run --executor ray` with env workers: holds
+    one suite and one Env of it (reused across consecutive episodes of the same task; the
+    driver sends a task's episodes to the same worker), plays episodes end to end with the
+    runner's `run_episode` (`harness.executors.ray_executor.play_episode`)."""
+
+    def __init__(self, suite_id: str):
+        self.suite = _OneEnvSuite(get_suite(suite_id))
+
+    def play(self, task: Any) -> tuple:
+        from harness.executors.ray_executor import play_episode
+
+        return play_episode(task, suite=self.suite)
+
+    def env_counts(self) -> tuple[int, int]:
+        """``(Envs made, episodes that reused the held Env)``."""
+        return self.suite.made, self.suite.reused
+
+
+def episode_workers(ray: Any, suite: Suite, n: int, max_restarts: int) -> list[Any]:
+    """`n` `EpisodeWorker` actors of `suite`, each reserving the suite's `SuiteResources`;
+    an actor lost with its node is restarted up to `max_restarts` times (its in-flight
+    episode fails and is retried by the driver)."""
+    options = suite_resources(suite).actor_options()
+    actor = ray.remote(EpisodeWorker).options(**options, max_restarts=max_restarts,
+                                              max_task_retries=0)
+    return [actor.remote(suite.id) for _ in range(n)]

@@ -27,6 +27,7 @@ import os
 import sys
 import time
 import traceback
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ import pandas as pd
 from harness.config import RunConfig
 from harness.core import HarnessError, MissingDependencyError
 from harness.episodes import failed_record
+from harness.executors.ray_envs import episode_workers, suite_resources
 from harness.executors.spec import ExecutorSpec
 from harness.policies import Policy, make_policy
 from harness.policies.model import apply_suite_scaffolds
@@ -112,12 +114,14 @@ async def _play(job: EpisodeJob, timeout_s: float, max_steps: int | None
                          train_seed=policy.train_seed, provenance=policy.provenance), []
 
 
-def play_episode(task: EpisodeTask) -> tuple[EpisodeRecord, list[StepRecord], str]:
+def play_episode(task: EpisodeTask, suite: Suite | None = None
+                 ) -> tuple[EpisodeRecord, list[StepRecord], str]:
     """Play one episode where this runs (a Ray worker): ``(record, steps, node id)``.
-    The episode's own failures are records; only a broken worker raises."""
+    The episode's own failures are records; only a broken worker raises. `suite`: the
+    suite object to play (an env worker's); built from ``task.suite`` when None."""
     import ray
 
-    suite = _built("suite", task.suite, get_suite)
+    suite = suite if suite is not None else _built("suite", task.suite, get_suite)
     policy: Policy = _built("policy", task.policy, make_policy)
     apply_suite_scaffolds([policy], [suite])  # as the driver did (run_on_ray)
     job = EpisodeJob(policy, suite, _task_spec(suite, task.split, task.task_id),
@@ -245,8 +249,7 @@ def _drive(ray, config: RunConfig, spec: ExecutorSpec, pending: deque, specs: di
            store: Store, attempts: _Attempts,
            on_episode: Callable[[EpisodeRecord], None] | None) -> tuple[int, int]:
     """Keep a window of tasks in flight; store each result as it arrives; retry lost ones."""
-    remote = ray.remote(play_episode).options(num_cpus=spec.num_cpus, max_retries=0,
-                                              scheduling_strategy="SPREAD")
+    submit = _submitter(ray, spec, {job.suite.id: job.suite for job, _ in pending})
     cpus = int(ray.cluster_resources().get("CPU", 1))
     window = max(config.concurrency, 2 * cpus)
     in_flight: dict[Any, tuple[EpisodeJob, int]] = {}
@@ -257,7 +260,7 @@ def _drive(ray, config: RunConfig, spec: ExecutorSpec, pending: deque, specs: di
                 while pending and len(in_flight) < window:
                     job, attempt = pending.popleft()
                     task = _task(job, specs[job.policy.id], config)
-                    in_flight[remote.remote(task)] = (job, attempt)
+                    in_flight[submit(task)] = (job, attempt)
                 ready, _ = ray.wait(list(in_flight), num_returns=1)
                 for ref in ready:
                     job, attempt = in_flight.pop(ref)
@@ -283,6 +286,29 @@ def _drive(ray, config: RunConfig, spec: ExecutorSpec, pending: deque, specs: di
                          f"max_error_rate={config.max_error_rate}); finished episodes are "
                          f"stored in {store.path}")
     return played, errors
+
+
+def _submitter(ray, spec: ExecutorSpec, suites: dict[str, Suite]) -> Callable[[EpisodeTask], Any]:
+    """How an episode goes to the cluster: a Ray task reserving its suite's resources
+    (`suite_resources`; ``spec.num_cpus`` CPUs when the suite declares none), or with
+    ``spec.env_workers`` a call on one of the suite's `EpisodeWorker` actors, the same
+    actor for every episode of a task (so that it reuses the Env it holds)."""
+    if not spec.env_workers:
+        remotes = {}
+        for suite in suites.values():
+            declared = getattr(suite, "resources", None)
+            options = suite_resources(suite).actor_options() if declared is not None else \
+                {"num_cpus": spec.num_cpus}
+            remotes[suite.id] = ray.remote(play_episode).options(
+                **options, max_retries=0, scheduling_strategy="SPREAD")
+        return lambda task: remotes[task.suite].remote(task)
+    workers = {suite.id: episode_workers(ray, suite, spec.env_workers, spec.max_retries)
+               for suite in suites.values()}
+
+    def submit(task: EpisodeTask) -> Any:
+        actors = workers[task.suite]
+        return actors[zlib.crc32(task.task_id.encode()) % len(actors)].play.remote(task)
+    return submit
 
 
 def _result(ray, ref, job: EpisodeJob, attempt: int, spec: ExecutorSpec,

@@ -65,12 +65,13 @@ MIN_OUTPUT_CHARS = 200
 """The token budget never cuts an output below this."""
 
 FORMAT_INSTRUCTIONS = (
-    "Reply with your reasoning, then exactly one fenced code block holding the one command "
-    "to run next, for example:\n"
+    "Reply with your reasoning, then exactly one fenced code block holding your next action: "
+    "the one shell command to run, for example:\n"
     "I list the files first.\n```bash\nls -la\n```\n"
-    "The command may span several lines (a heredoc, a loop); it runs as written. Reply with "
-    f"a block holding only `{SUBMIT}` when the task is done. Replies with no block or with "
-    "several blocks are invalid turns.")
+    "The command may span several lines (a heredoc, a loop); it runs as written. Where the "
+    "rules above ask for a JSON tool call, put that JSON object in a ```json block instead. "
+    f"Reply with a block holding only `{SUBMIT}` when the task is done. Replies with no block "
+    "or with several blocks are invalid turns.")
 REMINDER = "Reply with your reasoning and exactly one ```bash code block."
 
 _OPEN = re.compile(r"^ {0,3}(`{3,})([^`]*)$")

@@ -51,7 +51,6 @@ WHEELS = "/opt/swe/wheels"
 ACTIVATE_SHIM = f"""# conda activation for harness-built environments (a venv, not conda)
 if [ -d {VENV}/bin ]; then export PATH={VENV}/bin:$PATH; export VIRTUAL_ENV={VENV}; fi
 export PIP_NO_INDEX=1 PIP_FIND_LINKS={WHEELS} PIP_DISABLE_PIP_VERSION_CHECK=1
-if [ -f /opt/swe/constraints.txt ]; then export PIP_CONSTRAINT=/opt/swe/constraints.txt; fi
 conda() {{ :; }}
 """
 MAX_FETCH_ROUNDS = 25

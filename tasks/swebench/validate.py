@@ -63,7 +63,11 @@ def _reason(gold: object, empty: object, missing: int) -> str:
                      + (" (timed out)" if gold.timed_out else ""))  # type: ignore[attr-defined]
     elif not gold.verdict.resolved:  # type: ignore[attr-defined]
         failed = gold.verdict.failed_tests()  # type: ignore[attr-defined]
-        parts.append(f"gold: {len(failed)} tests not passing, e.g. {', '.join(failed[:2])}")
+        absent = [t for t in failed if t not in gold.verdict.status_map]  # type: ignore
+        parts.append(f"gold: {len(failed)} tests not passing, e.g. {', '.join(failed[:2])}"[:300])
+        if absent:
+            parts.append(f"{len(absent)} of them never appear in the log (ids that did not "
+                         "run here)")
     if empty.verdict.resolved:  # type: ignore[attr-defined]
         parts.append("empty patch resolves")
     if missing and parts:

@@ -81,7 +81,7 @@ class TerminalLiteSuite(TerminalSuite):
         engine="rebuilt", tasks="generated", grader="rebuilt", protocol="rebuilt",
         comparable="not comparable with Terminal-Bench scores: the project's own small tasks "
                    "in its format, run in a bubblewrap sandbox",
-        evidence="tests/tasks/terminal/test_lite.py")
+        evidence="tests/tasks/terminal/test_terminal_lite.py")
 
     def __init__(self) -> None:
         tasks = load_tasks(LITE_DIR)
@@ -106,7 +106,7 @@ class TerminalBenchSuite(TerminalSuite):
         data="upstream",
         comparable="indicative only: upstream tasks and tests, but Debian rootfs instead of the "
                    "task's Docker image and one command per turn instead of tmux keystrokes",
-        evidence="tests/tasks/terminal/test_loader.py")
+        evidence="tests/tasks/terminal/test_terminal_loader.py")
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         path = root or os.environ.get("TERMINAL_BENCH_TASKS")

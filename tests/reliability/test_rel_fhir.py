@@ -3,6 +3,7 @@ request gets a 4xx OperationOutcome on a connection that stays open, and the wel
 episodes sharing the server meet no error."""
 
 import json
+import logging
 import threading
 from pathlib import Path
 
@@ -166,5 +167,7 @@ def concurrent():
     stop.set()
     for thread in threads:
         thread.join(120)
+    logging.getLogger(__name__).info("oracle episodes alongside the hostile requests: %d, "
+                                     "errors %d", len(played), len(failures))
     assert failures == []
     assert len(played) >= 20  # the episodes really overlapped the hostile requests
