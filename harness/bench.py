@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import RunConfig
+from harness.core import ConfigError
 from harness.policies.scripted import choose_uniform
 from harness.episodes import env_seed, policy_rng
 from harness.runner import plan_jobs, run
@@ -76,7 +77,10 @@ def bench_runner(n_eval_seeds: int = 40, repeats: int = 3) -> RunnerBench:
 
 def runner_report(args: Any) -> list[str]:
     """Lines of `harness bench runner`."""
-    result = bench_runner(n_eval_seeds=getattr(args, "eval_seeds", None) or 40)
+    n_eval_seeds = getattr(args, "eval_seeds", None) or 40
+    if n_eval_seeds < 1:
+        raise ConfigError(f"--eval-seeds must be >= 1, got {n_eval_seeds}")
+    result = bench_runner(n_eval_seeds=n_eval_seeds)
     return [f"frozenlake@1 8x8, random policy, {result.episodes} episodes ({result.steps} "
             "steps), best of 3",
             f"  bare reset/step loop : {result.bare_eps:10.1f} episodes/s",

@@ -15,22 +15,6 @@ from harness.core import HarnessError
 log = logging.getLogger("harness")
 
 
-def _count(low: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= `low` (argparse then prints one line and exits 2)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
-        return value
-
-    parse.__name__ = f"integer >= {low}"
-    return parse
-
-
 def _run_flags(parser: argparse.ArgumentParser) -> None:
     from harness.config import RunConfig  # noqa: F401 - help texts come from its fields
     from dataclasses import fields
@@ -44,14 +28,13 @@ def _run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", help=helps["split"])
     parser.add_argument("--task-type", dest="task_types", action="append",
                         help=helps["task_types"])
-    parser.add_argument("--tasks", dest="n_tasks", type=_count(0), help=helps["n_tasks"])
-    parser.add_argument("--eval-seeds", type=_count(1),
-                        help="number of evaluation seeds (0..N-1)")
-    parser.add_argument("--samples", type=_count(1), help=helps["samples"])
-    parser.add_argument("--max-steps", type=_count(1), help=helps["max_steps"])
+    parser.add_argument("--tasks", dest="n_tasks", type=int, help=helps["n_tasks"])
+    parser.add_argument("--eval-seeds", type=int, help="number of evaluation seeds (0..N-1)")
+    parser.add_argument("--samples", type=int, help=helps["samples"])
+    parser.add_argument("--max-steps", type=int, help=helps["max_steps"])
     parser.add_argument("--timeout", dest="episode_timeout_s", type=float,
                         help=helps["episode_timeout_s"])
-    parser.add_argument("--concurrency", type=_count(1), help=helps["concurrency"])
+    parser.add_argument("--concurrency", type=int, help=helps["concurrency"])
     parser.add_argument("--max-error-rate", type=float, help=helps["max_error_rate"])
     parser.add_argument("--db", help=helps["db"])
     parser.add_argument("--run-id", help=helps["run_id"])
@@ -225,6 +208,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.stats.compare import compare_policies, format_comparison
     from harness.store import load_episodes
 
+    from harness.core import ConfigError
+
+    if args.seed < 0 or args.resamples < 1:
+        raise ConfigError(f"--seed must be >= 0 and --resamples >= 1, got {args.seed} and "
+                          f"{args.resamples}")
+    if args.margin is not None and not args.margin > 0:
+        raise ConfigError(f"--margin must be > 0, got {args.margin}")
     episodes = load_episodes(args.db, run_id=args.run_id)
     comparison = compare_policies(episodes, args.a, args.b, rng=np.random.default_rng(args.seed),
                                   suite=args.suite, metric=args.metric, margin=args.margin,
@@ -316,9 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", choices=["success", "score"], default="success")
     p.add_argument("--margin", type=float, help="equivalence margin for the paired TOST, in "
                    "outcome units (e.g. 0.02); without it equivalence is not tested")
-    p.add_argument("--resamples", type=_count(1), default=10_000,
-                   help="bootstrap/permutation draws")
-    p.add_argument("--seed", type=_count(0), default=0, help="seed of the resampling RNG")
+    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap/permutation draws")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling RNG")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("quickstart", help="a small leaderboard of the scripted policies")
@@ -333,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="performance figures next to a same-run baseline")
     p.add_argument("what", choices=sorted(BENCHES))
-    p.add_argument("--eval-seeds", type=_count(1), default=None,
+    p.add_argument("--eval-seeds", type=int, default=None,
                    help="eval seeds per task, a count (default: the bench's own, stated in "
                    "its output: runner 40, medagentbench 1)")
     p.set_defaults(func=cmd_bench)

@@ -126,7 +126,7 @@ def _coerce(name: str, value: Any) -> Any:
     if name == "eval_seeds":
         if isinstance(value, int) and not isinstance(value, bool):
             if not 1 <= value <= MAX_EPISODES_PER_TASK:
-                raise ConfigError(f"eval_seeds as a count must lie in 1-"
+                raise ConfigError(f"eval_seeds as a count must be >= 1 and <= "
                                   f"{MAX_EPISODES_PER_TASK:,}, got {value}")
             return tuple(range(value))
         return tuple(value) if isinstance(value, (list, tuple)) else value

@@ -30,7 +30,8 @@ from harness.audit.probes import Probe, exploit_probes, trivial_probes
 from harness.config import RunConfig
 from harness.core import ConfigError, HarnessError
 from harness.policies import make_policy
-from harness.runner import RunAborted, run
+from harness.executors import execute, parse_executor
+from harness.runner import RunAborted
 from harness.store import Store
 from tasks import get_suite
 from tasks.base import SPLITS, HasOracle, Suite
@@ -61,8 +62,11 @@ class AuditConfig:
     max_regraded: int = 100
     db: str = "results/harness.db"
     concurrency: int = 8
+    executor: str = "local"
+    """Where episodes play: local, ray or ray:ADDRESS (`harness.executors`)."""
 
     def __post_init__(self) -> None:
+        parse_executor(self.executor)
         if self.split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)}, got {self.split!r}")
         for name, low in (("k", 2), ("eval_seeds", 1), ("regrades", 1), ("max_regraded", 0),
@@ -78,7 +82,7 @@ class AuditConfig:
     def identity(self) -> dict[str, Any]:
         """The fields that decide what is measured (stored with the audit)."""
         data = asdict(self)
-        for name in ("db", "concurrency"):
+        for name in ("db", "concurrency", "executor"):
             data.pop(name)
         return data
 
@@ -143,7 +147,7 @@ def _run(config: AuditConfig, suite: Suite, run_id: str, policies: list, *, samp
                            split=config.split, n_tasks=config.n_tasks, eval_seeds=eval_seeds,
                            samples=samples, db=config.db, run_id=run_id,
                            concurrency=config.concurrency, max_error_rate=max_error_rate)
-    run(run_config, policies=policies)
+    execute(run_config, config.executor, policies=policies)
     with Store(config.db) as store:
         return store.load_episodes(run_id=run_id)
 

@@ -143,6 +143,12 @@ class EnvWorkerPool:
         """Mark an Env dropped; closed in batches on the next `flush_closed`."""
         self.closed.setdefault(worker, []).append(handle)
 
+    def close(self) -> None:
+        """End the worker actors (their Envs with them) and free their reservations."""
+        for worker in self.workers:
+            self.ray.kill(worker)
+        self.workers, self.closed = [], {}
+
     def flush_closed(self) -> None:
         for worker, handles in self.closed.items():
             self.workers[worker].close.remote(handles)
@@ -297,10 +303,10 @@ class EpisodeWorker:
     def __init__(self, suite_id: str):
         self.suite = _OneEnvSuite(get_suite(suite_id))
 
-    def play(self, task: Any) -> tuple:
+    def play(self, task: Any, policy: Any = None) -> tuple:
         from harness.executors.ray_executor import play_episode
 
-        return play_episode(task, suite=self.suite)
+        return play_episode(task, suite=self.suite, policy=policy)
 
     def env_counts(self) -> tuple[int, int]:
         """``(Envs made, episodes that reused the held Env)``."""

@@ -8,6 +8,11 @@ id, seeds), and hands every record that comes back to the one `EpisodeWriter` on
 as it arrives, so ``on_plan``/``on_episode`` (the progress bar) and ``max_error_rate``
 behave as with the local executor.
 
+With ``ExecutorSpec.env_workers`` (``--env-workers N``) episodes go instead to N
+environment-worker actors per suite (`harness.executors.ray_envs.EpisodeWorker`), each
+reserving the suite's declared resources and reusing its Env across a task's episodes.
+Live policy objects (``policies=``, as `harness audit` passes them) travel pickled.
+
 A worker builds each suite and policy from its name once per process and plays the episode
 with the runner's `run_episode` (same seeds, same record); an exception inside an episode is
 an ``error`` record and a deadline overrun a ``timeout`` record, as locally. A task lost with
@@ -114,15 +119,16 @@ async def _play(job: EpisodeJob, timeout_s: float, max_steps: int | None
                          train_seed=policy.train_seed, provenance=policy.provenance), []
 
 
-def play_episode(task: EpisodeTask, suite: Suite | None = None
+def play_episode(task: EpisodeTask, suite: Suite | None = None, policy: Policy | None = None
                  ) -> tuple[EpisodeRecord, list[StepRecord], str]:
     """Play one episode where this runs (a Ray worker): ``(record, steps, node id)``.
     The episode's own failures are records; only a broken worker raises. `suite`: the
-    suite object to play (an env worker's); built from ``task.suite`` when None."""
+    suite object to play (an env worker's), `policy`: the driver's own policy object
+    (shipped when the caller passed live policies); built from their names when None."""
     import ray
 
     suite = suite if suite is not None else _built("suite", task.suite, get_suite)
-    policy: Policy = _built("policy", task.policy, make_policy)
+    policy = policy if policy is not None else _built("policy", task.policy, make_policy)
     apply_suite_scaffolds([policy], [suite])  # as the driver did (run_on_ray)
     job = EpisodeJob(policy, suite, _task_spec(suite, task.split, task.task_id),
                      task.eval_seed, task.sample)
@@ -200,17 +206,22 @@ def _task(job: EpisodeJob, policy_spec: str, config: RunConfig) -> EpisodeTask:
 
 def run_on_ray(config: RunConfig, spec: ExecutorSpec, *, store: Store,
                on_episode: Callable[[EpisodeRecord], None] | None = None,
-               on_plan: Callable[[int, int], None] | None = None) -> RunSummary:
+               on_plan: Callable[[int, int], None] | None = None,
+               policies: list[Policy] | None = None) -> RunSummary:
     """`harness.runner.run_async`'s contract with the episodes played on Ray (see the module
-    docstring). Raises `RunAborted` past ``max_error_rate`` (in-flight tasks cancelled)."""
+    docstring). Raises `RunAborted` past ``max_error_rate`` (in-flight tasks cancelled).
+    `policies`: live policy objects to play instead of ``config.policies`` (as
+    `harness.runner.run` takes them); they travel to the workers pickled."""
     ray = _import_ray(spec)
     started = time.perf_counter()
     suites = [get_suite(s) for s in config.suites]
-    policies = [make_policy(s) for s in config.policies]
+    shipped = policies is not None
+    policies = list(policies) if shipped else [make_policy(s) for s in config.policies]
     apply_suite_scaffolds(policies, suites)
     if not suites or not policies:
         raise HarnessError("a run needs at least one policy and one suite")
-    specs = {p.id: s for p, s in zip(policies, config.policies, strict=True)}
+    specs = {p.id: p.id for p in policies} if shipped else \
+        {p.id: s for p, s in zip(policies, config.policies, strict=True)}
     jobs = list(plan_jobs(config, policies, suites))
     if not jobs and config.n_tasks != 0:
         raise HarnessError(f"nothing to play: {', '.join(s.id for s in suites)} has no "
@@ -233,8 +244,9 @@ def run_on_ray(config: RunConfig, spec: ExecutorSpec, *, store: Store,
     started_here = _connect(ray, spec)
     attempts = _Attempts(run_id)
     try:
+        objects = {p.id: ray.put(p) for p in policies} if shipped else {}
         played, errors = _drive(ray, config, spec, pending, specs, store, attempts,
-                                on_episode)
+                                on_episode, objects)
     finally:
         attempts.flush(store)
         if started_here:
@@ -247,9 +259,10 @@ def run_on_ray(config: RunConfig, spec: ExecutorSpec, *, store: Store,
 
 def _drive(ray, config: RunConfig, spec: ExecutorSpec, pending: deque, specs: dict[str, str],
            store: Store, attempts: _Attempts,
-           on_episode: Callable[[EpisodeRecord], None] | None) -> tuple[int, int]:
+           on_episode: Callable[[EpisodeRecord], None] | None,
+           objects: dict[str, Any]) -> tuple[int, int]:
     """Keep a window of tasks in flight; store each result as it arrives; retry lost ones."""
-    submit = _submitter(ray, spec, {job.suite.id: job.suite for job, _ in pending})
+    submit, actors = _submitter(ray, spec, {job.suite.id: job.suite for job, _ in pending})
     cpus = int(ray.cluster_resources().get("CPU", 1))
     window = max(config.concurrency, 2 * cpus)
     in_flight: dict[Any, tuple[EpisodeJob, int]] = {}
@@ -260,7 +273,7 @@ def _drive(ray, config: RunConfig, spec: ExecutorSpec, pending: deque, specs: di
                 while pending and len(in_flight) < window:
                     job, attempt = pending.popleft()
                     task = _task(job, specs[job.policy.id], config)
-                    in_flight[submit(task)] = (job, attempt)
+                    in_flight[submit(task, objects.get(task.policy))] = (job, attempt)
                 ready, _ = ray.wait(list(in_flight), num_returns=1)
                 for ref in ready:
                     job, attempt = in_flight.pop(ref)
@@ -280,7 +293,9 @@ def _drive(ray, config: RunConfig, spec: ExecutorSpec, pending: deque, specs: di
                                          f"finished episodes are stored in {store.path}")
         finally:
             for ref in in_flight:
-                ray.cancel(ref, force=True)
+                ray.cancel(ref, force=not actors)  # an actor call cannot be force-cancelled
+            for actor in actors:  # free the env workers' reservations now
+                ray.kill(actor)
     if played and errors > config.max_error_rate * played:
         raise RunAborted(f"stopped: {errors} of {played} episodes failed (more than "
                          f"max_error_rate={config.max_error_rate}); finished episodes are "
@@ -288,11 +303,14 @@ def _drive(ray, config: RunConfig, spec: ExecutorSpec, pending: deque, specs: di
     return played, errors
 
 
-def _submitter(ray, spec: ExecutorSpec, suites: dict[str, Suite]) -> Callable[[EpisodeTask], Any]:
-    """How an episode goes to the cluster: a Ray task reserving its suite's resources
-    (`suite_resources`; ``spec.num_cpus`` CPUs when the suite declares none), or with
-    ``spec.env_workers`` a call on one of the suite's `EpisodeWorker` actors, the same
-    actor for every episode of a task (so that it reuses the Env it holds)."""
+def _submitter(ray, spec: ExecutorSpec, suites: dict[str, Suite]
+               ) -> tuple[Callable[[EpisodeTask, Any], Any], list[Any]]:
+    """How an episode goes to the cluster, and the actors made for it: a Ray task
+    reserving its suite's resources (`suite_resources`; ``spec.num_cpus`` CPUs when the
+    suite declares none), or with ``spec.env_workers`` a call on one of the suite's
+    `EpisodeWorker` actors, the same actor for every episode of a task (so that it reuses
+    the Env it holds). Actors hold their reservation for the whole run, so a cluster
+    without room for all of them is an error rather than a run that waits forever."""
     if not spec.env_workers:
         remotes = {}
         for suite in suites.values():
@@ -301,14 +319,31 @@ def _submitter(ray, spec: ExecutorSpec, suites: dict[str, Suite]) -> Callable[[E
                 {"num_cpus": spec.num_cpus}
             remotes[suite.id] = ray.remote(play_episode).options(
                 **options, max_retries=0, scheduling_strategy="SPREAD")
-        return lambda task: remotes[task.suite].remote(task)
+        return (lambda task, policy: remotes[task.suite].remote(task, None, policy)), []
+    _check_room(ray, spec, list(suites.values()))
     workers = {suite.id: episode_workers(ray, suite, spec.env_workers, spec.max_retries)
                for suite in suites.values()}
 
-    def submit(task: EpisodeTask) -> Any:
+    def submit(task: EpisodeTask, policy: Any) -> Any:
         actors = workers[task.suite]
-        return actors[zlib.crc32(task.task_id.encode()) % len(actors)].play.remote(task)
-    return submit
+        return actors[zlib.crc32(task.task_id.encode()) % len(actors)].play.remote(task, policy)
+    return submit, [actor for actors in workers.values() for actor in actors]
+
+
+def _check_room(ray, spec: ExecutorSpec, suites: list[Suite]) -> None:
+    """Raise when the cluster's resources cannot hold every env worker at once."""
+    need: dict[str, float] = {}
+    for suite in suites:
+        options = suite_resources(suite).actor_options()
+        for name, amount in [("CPU", options["num_cpus"]), ("memory", options.get("memory", 0)),
+                             *options.get("resources", {}).items()]:
+            need[name] = need.get(name, 0.0) + amount * spec.env_workers
+    have = ray.cluster_resources()
+    short = [f"{name} {amount:g} (cluster: {have.get(name, 0):g})"
+             for name, amount in need.items() if amount > have.get(name, 0) + 1e-9]
+    if short:
+        raise HarnessError(f"--env-workers {spec.env_workers} for {len(suites)} suite(s) "
+                           f"needs {', '.join(short)}; lower --env-workers or add nodes")
 
 
 def _result(ray, ref, job: EpisodeJob, attempt: int, spec: ExecutorSpec,

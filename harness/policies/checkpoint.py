@@ -79,6 +79,14 @@ def stored_scaffold(metadata: dict[str, Any]) -> ScaffoldSpec | None:
     return None if stored is None else ScaffoldSpec.from_value(stored)
 
 
+def _train_seed(spec: ModelSpec, metadata: dict[str, Any], override: int | None) -> int | None:
+    if override is not None:
+        return override
+    if "train_seed" in spec.given:  # ?train_seed=N, or =none for no training seed
+        return spec.options.train_seed
+    return metadata["train_seed"]
+
+
 def make_checkpoint_policy(spec: ModelSpec, *, policy_id: str | None = None,
                            train_seed: int | None = None) -> ModelPolicy:
     """The policy of a ``checkpoint:PATH`` spec. `policy_id` and `train_seed` replace the spec
@@ -102,6 +110,6 @@ def make_checkpoint_policy(spec: ModelSpec, *, policy_id: str | None = None,
     model = LocalModel(path, device=options.device, dtype=options.dtype,
                        threads=options.threads)
     return ModelPolicy(spec.spec, make_hf_backend(model, options), options,
-                       train_seed=metadata["train_seed"] if train_seed is None else train_seed,
+                       train_seed=_train_seed(spec, metadata, train_seed),
                        provenance=provenance, scaffold=make_scaffold(scaffold),
                        policy_id=policy_id)

@@ -99,6 +99,11 @@ class ModelOptions:
     gpu_memory_utilization: float = 0.85
     """vLLM's share of GPU memory."""
     tensor_parallel: int = 1
+    # checkpoint
+    train_seed: int | None = None
+    """The training seed stored with the episodes (checkpoint only; unset: the checkpoint's
+    own; ``none``: no training seed, e.g. for a shared starting checkpoint that `harness
+    compare` pairs with every training seed of the policies trained from it)."""
 
 
 _SAMPLING = ("temperature", "top_p", "max_tokens", "stop", "seed", "logprobs", "top_logprobs",
@@ -108,7 +113,7 @@ BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
     "openai": _SAMPLING + ("concurrency", "timeout", "max_retries", "backoff", "backoff_max",
                            "api_key_env", "client", "http", "tokenizer", "chars_per_token"),
     "hf": _SAMPLING + _LOCAL,
-    "checkpoint": _SAMPLING + _LOCAL,
+    "checkpoint": _SAMPLING + _LOCAL + ("train_seed",),
     "vllm": _SAMPLING + ("max_batch", "dtype", "gpu_memory_utilization", "tensor_parallel"),
 }
 _FIELDS = {f.name: f for f in fields(ModelOptions)}

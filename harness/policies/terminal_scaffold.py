@@ -72,7 +72,7 @@ FORMAT_INSTRUCTIONS = (
     "rules above ask for a JSON tool call, put that JSON object in a ```json block instead. "
     f"Reply with a block holding only `{SUBMIT}` when the task is done. Replies with no block "
     "or with several blocks are invalid turns.")
-REMINDER = "Reply with your reasoning and exactly one ```bash code block."
+REMINDER = "Reply with your reasoning and exactly one fenced code block (```bash)."
 
 _OPEN = re.compile(r"^ {0,3}(`{3,})([^`]*)$")
 _CLOSE = re.compile(r"^ {0,3}(`{3,})[ \t]*$")

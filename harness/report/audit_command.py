@@ -32,6 +32,8 @@ def add_commands(subparsers) -> None:
     p.add_argument("--max-regraded", type=int, default=100,
                    help="trajectories re-graded at most (default: 100)")
     p.add_argument("--concurrency", type=int, default=8, help="episodes in flight at once")
+    p.add_argument("--executor", default="local", help="local (default), ray (a local Ray "
+                   "instance) or ray:ADDRESS (an existing Ray cluster)")
     p.add_argument("--db", default="results/harness.db", help="results database path")
     p.set_defaults(func=cmd_audit)
 
@@ -46,7 +48,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                          n_tasks=args.n_tasks, eval_seeds=args.eval_seeds,
                          threshold=args.threshold, greedy_policy=args.greedy_policy,
                          regrades=args.regrades, max_regraded=args.max_regraded, db=args.db,
-                         concurrency=args.concurrency)
+                         concurrency=args.concurrency, executor=args.executor)
     result = audit_suite(config)
     print("\n".join(summary_lines(result)))
     tables = [tb.audit_probe_table(result), tb.audit_learnability_table(result),

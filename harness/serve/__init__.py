@@ -14,17 +14,14 @@ import sys
 
 from harness.core import ConfigError, MissingDependencyError
 
-__all__ = ["add_commands", "cmd_serve", "serve_parser_arguments", "port_number"]
+__all__ = ["add_commands", "cmd_serve", "serve_parser_arguments", "check_port"]
 
 
-def port_number(text: str) -> int:
-    """An argparse type: a TCP port in 1-65535 (the OS would silently wrap a larger one)."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+def check_port(port: int) -> int:
+    """`port` if it is a TCP port, 1-65535 (the OS would silently wrap a larger one); a
+    `ConfigError` otherwise."""
     if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port must lie in 1-65535, got {port}")
+        raise ConfigError(f"--port must lie in 1-65535, got {port}")
     return port
 
 
@@ -34,7 +31,7 @@ def serve_parser_arguments(parser: argparse.ArgumentParser) -> None:
                         help="hf:PATH, checkpoint:PATH, a model directory, or echo (no model)")
     parser.add_argument("--name", help="model id clients send (default: the directory name)")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=port_number, default=8000)
+    parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--fail-rate", type=float, default=0.0,
                         help="fraction of requests answered 429 or 500 (half each)")
     parser.add_argument("--latency-ms", type=float, default=0.0,
@@ -56,6 +53,7 @@ def serve_parser_arguments(parser: argparse.ArgumentParser) -> None:
 def _settings(args: argparse.Namespace):
     from harness.serve.app import ServeSettings
 
+    check_port(args.port)
     if not 0 <= args.fail_rate <= 1:
         raise ConfigError(f"--fail-rate must lie in [0, 1], got {args.fail_rate}")
     for flag in ("latency_ms", "latency_jitter_ms", "batch_wait_ms"):

@@ -27,9 +27,7 @@ SUITES = ("medagentbench-v1", "medagentbench-v2", "medagentbench-v3")
 
 def _serve_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
-    from harness.serve import port_number
-
-    parser.add_argument("--port", type=port_number, default=8080,
+    parser.add_argument("--port", type=int, default=8080,
                         help="port (the official api_base is http://localhost:8080/fhir/)")
     parser.add_argument("--data", help="MedAgentBench data directory (else $MEDAGENTBENCH_DATA "
                         "or ../shared/data/medagentbench)")
@@ -69,6 +67,9 @@ def cmd_serve_fhir(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise MissingDependencyError(exc.name or "fastapi", "medagentbench",
                                      "harness serve-fhir") from None
+    from harness.serve import check_port
+
+    check_port(args.port)
     records, hidden = _default_records(args)
     with tempfile.TemporaryDirectory(prefix="serve-fhir-") as tmp:
         base = build_database(Path(tmp) / "base.sqlite", base_resources(load_patients(args.data)))
@@ -137,7 +138,10 @@ def bench_oracle(suite_id: str = "medagentbench-v2", concurrency: int = 32,
 
 def medagentbench_report(args: Any) -> list[str]:
     """Lines of `harness bench medagentbench`."""
-    seeds = tuple(range(getattr(args, "eval_seeds", None) or 1))
+    n_seeds = getattr(args, "eval_seeds", None) or 1
+    if n_seeds < 1:
+        raise ConfigError(f"--eval-seeds must be >= 1, got {n_seeds}")
+    seeds = tuple(range(n_seeds))
     figures = bench_oracle("medagentbench-v2", 32, seeds)
     return [f"medagentbench-v2@1 oracle, {figures['episodes']:.0f} episodes "
             f"({figures['steps']:.0f} steps, {figures['requests_per_s']:.0f} HTTP requests/s "

@@ -55,6 +55,8 @@ def _flags(parser: argparse.ArgumentParser) -> None:
                         help="admissible, or sampled:K (distinct actions among K model replies)")
     parser.add_argument("--report-dir", default="reports", help="where the Markdown goes")
     parser.add_argument("--list", action="store_true", help="list the methods and exit")
+    parser.add_argument("--executor", default="local", help="where the behaviour run plays: "
+                        "local (default), ray or ray:ADDRESS")
 
 
 def _list() -> int:
@@ -79,7 +81,7 @@ def cmd_signals(args: argparse.Namespace) -> int:
         db=args.db, run_id=args.run_id, behaviour=args.behaviour, split=args.split,
         tasks=args.tasks, eval_seeds=args.eval_seeds, seed=args.seed, rollouts=args.rollouts,
         horizon=args.horizon, rollout_policy=args.rollout_policy, resamples=args.resamples,
-        candidates=args.candidates)
+        candidates=args.candidates, executor=args.executor)
 
     def progress(result) -> None:
         state = "failed" if result.error else f"{result.wall_s:.1f}s"

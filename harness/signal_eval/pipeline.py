@@ -12,6 +12,7 @@ import numpy as np
 
 from harness.config import RunConfig
 from harness.core import ConfigError, UnknownNameError, make_rng
+from harness.executors.spec import parse_executor
 from harness.signal_eval.evaluate import ScoredSignal, SignalSummary, score_signals, summarise
 from harness.signal_eval.points import NoPointsError, PointSet, collect_points, sample_candidates
 from harness.signal_eval.simulator import SuiteSimulator
@@ -70,8 +71,11 @@ class SignalsConfig:
     """admissible, or sampled:K (distinct actions among K replies of `model` at temperature
     1; only admissible ones with the exact reference)."""
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    executor: str = "local"
+    """Where a fresh behaviour run plays: local, ray or ray:ADDRESS (`harness.executors`)."""
 
     def __post_init__(self) -> None:
+        parse_executor(self.executor)
         if self.reference not in REFERENCES:
             raise UnknownNameError("reference", self.reference, REFERENCES)
         if self.rollout_policy not in ROLLOUT_POLICIES:
@@ -106,12 +110,12 @@ def _set_id(point_set: PointSet, config: SignalsConfig) -> str:
 
 
 def _behaviour_run(config: SignalsConfig, suite_id: str) -> str:
-    from harness.runner import run
+    from harness.executors import execute
 
     run_config = RunConfig(policies=(config.behaviour,), suites=(suite_id,), split=config.split,
                            n_tasks=config.tasks, eval_seeds=tuple(range(config.eval_seeds)),
                            db=config.db)
-    summary = run(run_config)
+    summary = execute(run_config, config.executor)
     log.info("behaviour run %s: %d episodes played", summary.run_id, summary.played)
     return summary.run_id
 

@@ -61,6 +61,8 @@ class SweBenchSuite(SuiteBase):
     exploit_policies = {name: f"noop:{name}" for name in EXPLOITS}
     blocking = True
     instructions = TOOLS_HELP
+    multiline_actions = True
+    default_scaffold = "terminal@1"  # one fenced block per reply: a ```json tool call
     comparability = REAL
     tables: Sequence[tuple[str, str]] = ()  # (table, split)
 

@@ -20,8 +20,8 @@ class Finished:
         """The single error line of a user error (exit 2, no traceback); fails otherwise."""
         assert self.returncode == 2, (self.returncode, self.stdout, self.stderr)
         assert "Traceback" not in self.stderr, self.stderr
-        lines = [line for line in self.stderr.splitlines() if "error:" in line]
-        assert len(lines) == 1, self.stderr
+        lines = [line for line in self.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "error:" in lines[0], self.stderr
         return lines[0]
 
 

@@ -97,6 +97,7 @@ def test_remote_envs_step_key_snapshot_and_restore_like_local_ones(ray_instance)
     remote.step_all(envs[:1], ["Up"])
     with pytest.raises(HarnessError, match="then asked for"):
         envs[0].step("Left")
+    remote._pool.close()
 
 
 def test_one_env_suite_reuses_the_env_of_the_same_task():
@@ -121,6 +122,7 @@ def test_episode_worker_reuses_its_env_and_plays_the_local_episode(ray_instance)
         assert steps == local_steps and record.n_steps > 0
     assert replace(played[0][0], wall_s=0.0) == replace(played[2][0], wall_s=0.0)
     assert played[0][1] != played[1][1]  # another eval seed: another episode
+    ray.kill(worker)
 
 
 TIMING = ["wall_s", "model_latency_s", "run_id"]
@@ -132,7 +134,9 @@ def test_env_workers_store_the_same_episodes_as_local(tmp_path, ray_instance):
     run(make_run_config({**values, "db": str(tmp_path / "local.db")}))
     config = make_run_config({**values, "db": str(tmp_path / "ray.db")})
     with Store(config.db) as store:
-        summary = run_on_ray(config, parse_executor("ray", env_workers=2), store=store)
+        with pytest.raises(HarnessError, match="needs CPU 6 .cluster: 2."):
+            run_on_ray(config, parse_executor("ray", env_workers=3), store=store)
+        summary = run_on_ray(config, parse_executor("ray", env_workers=1), store=store)
         attempts = load_attempts(store, "same")
     assert (summary.played, summary.errors) == (32, 0)
     order = ["policy", "suite", "task_id", "eval_seed", "sample"]

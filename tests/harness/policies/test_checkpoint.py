@@ -43,3 +43,8 @@ def test_an_explicit_scaffold_overrides_with_a_warning(checkpoint, caplog):
 def test_hf_takes_the_same_scaffold_option(checkpoint):
     policy = make_policy(f"hf:{checkpoint}?scaffold=react@1&history=1")
     assert policy.scaffold.spec.id == "react@1" and policy.scaffold.spec.history == 1
+
+
+def test_train_seed_option_replaces_or_drops_the_checkpoints_seed(checkpoint):
+    assert make_policy(f"checkpoint:{checkpoint}?train_seed=5").train_seed == 5
+    assert make_policy(f"checkpoint:{checkpoint}?train_seed=none").train_seed is None

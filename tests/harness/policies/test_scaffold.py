@@ -223,7 +223,8 @@ def test_budget_shortens_admissible_list_then_observation():
 
 # ---- multi-line actions and the registry ----------------------------------------------------
 
-POST = 'POST http://localhost:8080/fhir/Observation\n{"resourceType": "Observation",\n "status": "final"}'
+POST = ('POST http://localhost:8080/fhir/Observation\n'
+        '{"resourceType": "Observation",\n "status": "final"}')
 
 
 @pytest.mark.parametrize("name, text", [

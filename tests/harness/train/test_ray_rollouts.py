@@ -84,3 +84,15 @@ def test_ray_env_workers_give_the_same_advantages_and_losses(work_dir, tiny_shap
             assert m_ray[key] == m_local[key], key
     assert len(local) == 2 and local[0][0]["loss"] != local[1][0]["loss"]
     assert any(np.abs(a.advantages).sum() > 0 for _, _, a in local)  # a real signal
+
+
+def test_rollout_executor_settings_are_checked(tmp_path, tiny_shape):
+    from harness.core import ConfigError
+
+    for rollout, message in (({"executor": "dask"}, "must be local, ray or ray:ADDRESS"),
+                             ({"executor": "ray", "env_workers": 0}, "rollout.env_workers")):
+        with pytest.raises(ConfigError, match=message):
+            _config(tmp_path, tiny_shape, "local", {"name": "gigpo"}, rollout)
+    config = _config(tmp_path, tiny_shape, "ray:127.0.0.1:6379", {"name": "gigpo"}, {})
+    assert config.rollout.executor == "ray:127.0.0.1:6379"
+    assert config.to_dict()["rollout"]["env_workers"] == 2
