@@ -256,6 +256,12 @@ class Store:
         two processes starting the same run at once both see one row."""
         config_json = json.dumps(config, sort_keys=True)
         db = self._db
+        # a run adds to the file: refuse one SQLite reports damaged rather than write into
+        # it (quick_check reads every page once; reads elsewhere fail on the page they touch)
+        problem = db.execute("PRAGMA quick_check(1)").fetchone()[0]
+        if problem != "ok":
+            detail = " ".join(problem.replace("*", "").split())
+            raise sqlite3.DatabaseError(f"database disk image is malformed ({detail})")
 
         def begin() -> bool:
             row = db.execute("SELECT config FROM runs WHERE run_id=?", (run_id,)).fetchone()

@@ -158,8 +158,11 @@ def _base_episodes(config: AuditConfig, suite: Suite, run_id: str) -> pd.DataFra
         frame = _run(config, suite, run_id, [policy], samples=config.k, eval_seeds=(0,),
                      max_error_rate=0.5)
     except RunAborted as exc:
-        raise BasePolicyFailed(f"base policy {config.base_policy!r} fails on {suite.id}; the "
-                               f"audit stopped ({exc})") from None
+        with Store(config.db, readonly=True) as store:
+            frame = store.load_episodes(run_id=run_id)
+        if frame.empty or (frame["status"] == "ok").any():
+            raise BasePolicyFailed(f"base policy {config.base_policy!r} fails on {suite.id}; "
+                                   f"the audit stopped ({exc})") from None
     errors = frame[frame["status"] != "ok"]
     if len(errors) == len(frame):
         last = (errors["error"].iloc[-1] or "").strip().splitlines()[-1:]

@@ -34,7 +34,8 @@ COMPARABILITY = Comparability(
 
 def official_available() -> str | None:
     """None when the package and the data are there, else why not (one line)."""
-    if importlib.util.find_spec("appworld") is None:
+    spec = importlib.util.find_spec("appworld")
+    if spec is None or spec.origin in (None, "namespace"):  # a bare folder named appworld
         return "PyPI appworld is not installed (it needs its own venv: pydantic 1)"
     root = os.environ.get("APPWORLD_ROOT")
     if not root or not os.path.isdir(os.path.join(root, "data", "tasks")):
@@ -49,6 +50,8 @@ class AppWorldUnavailableError(HarnessError, ImportError):
 def _appworld() -> Any:
     try:
         import appworld
+        if not hasattr(appworld, "AppWorld"):  # a folder named appworld, not the package
+            raise ImportError("appworld")
     except ImportError:
         raise AppWorldUnavailableError(
             "the official AppWorld engine needs PyPI appworld, which pins pydantic 1 and so "
