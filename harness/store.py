@@ -258,7 +258,9 @@ class Store:
         db = self._db
         # a run adds to the file: refuse one SQLite reports damaged rather than write into
         # it (quick_check reads every page once; reads elsewhere fail on the page they touch)
-        problem = db.execute("PRAGMA quick_check(1)").fetchone()[0]
+        size = self.path.stat().st_size if self.path.exists() else 0
+        problem = db.execute("PRAGMA quick_check(1)").fetchone()[0] \
+            if size <= QUICK_CHECK_MAX_BYTES else "ok"
         if problem != "ok":
             detail = " ".join(problem.replace("*", "").split())
             raise sqlite3.DatabaseError(f"database disk image is malformed ({detail})")
@@ -428,6 +430,13 @@ def _episode_row(key: tuple, episode: EpisodeRecord) -> tuple:
             time.time())
 
 
+QUICK_CHECK_MAX_BYTES = 2 << 30
+"""`begin_run` checks every page of a database up to this size (about a second per GiB)."""
+
+GATHER_S = 0.005
+"""How long the writer lets finished episodes gather before it commits them together."""
+
+
 class EpisodeWriter:
     """Writes finished episodes from a background thread so that the event loop never waits
     on SQLite. Episodes queued while a transaction is in progress are committed together in
@@ -454,6 +463,10 @@ class EpisodeWriter:
                 if item is None:
                     return
                 batch = [item]
+                # let a burst gather: one wake-up per batch rather than per episode keeps the
+                # writer off the interpreter lock the event loop needs (a stop still commits
+                # everything queued: `close` waits for the queue to drain)
+                time.sleep(GATHER_S)
                 while len(batch) < self._batch:
                     try:
                         item = self._queue.get_nowait()
