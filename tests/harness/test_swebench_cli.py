@@ -7,7 +7,7 @@ import pytest
 from harness.cli import main
 from tasks.sandbox import sandbox_available
 
-pytest.importorskip("swebench")
+import swebench  # noqa: E402,F401 - the swebench extra (in dev) is required here
 
 
 def test_unknown_instance_is_one_line_with_a_suggestion(capsys):

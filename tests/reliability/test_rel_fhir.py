@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("fastapi")
+import fastapi  # noqa: E402,F401
 
 from tasks import get_suite  # noqa: E402
 from tasks.medagentbench.backend import FhirBackend  # noqa: E402

@@ -10,7 +10,7 @@ import pytest
 
 os.environ.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"})
 
-ray = pytest.importorskip("ray")
+import ray  # noqa: E402 - the ray extra (in dev) is required here
 
 from harness.audit import AuditConfig, audit_suite  # noqa: E402
 from harness.cli import build_parser  # noqa: E402
@@ -20,14 +20,6 @@ from harness.signal_eval.pipeline import SignalsConfig, _behaviour_run  # noqa: 
 from harness.store import Store, load_episodes  # noqa: E402
 
 ORDER = ["policy", "suite", "task_id", "eval_seed", "sample"]
-
-
-@pytest.fixture(scope="module")
-def ray_instance():
-    ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=2,
-             include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
-    ray.shutdown()
 
 
 def _episodes(db):

@@ -11,7 +11,7 @@ import pytest
 
 os.environ.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"})
 
-ray = pytest.importorskip("ray")
+import ray  # noqa: E402 - the ray extra (in dev) is required here
 
 from harness.config import make_run_config  # noqa: E402
 from harness.core import ConfigError, HarnessError  # noqa: E402
@@ -25,14 +25,6 @@ from harness.store import Store, load_episodes  # noqa: E402
 from tasks import get_suite  # noqa: E402
 from tasks.base import HasStateKey, Snapshotable  # noqa: E402
 from tasks.frozenlake import FrozenLakeSuite  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def ray_instance():
-    ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=2,
-             include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
-    ray.shutdown()
 
 
 class _Declared(FrozenLakeSuite):

@@ -11,7 +11,7 @@ import pytest
 
 os.environ.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"})
 
-ray = pytest.importorskip("ray")
+import ray  # noqa: E402 - the ray extra (in dev) is required here
 
 from harness.executors.ray_envs import RaySuite  # noqa: E402
 from harness.train.advantages import estimate  # noqa: E402
@@ -20,14 +20,6 @@ from harness.train.trainer import Trainer  # noqa: E402
 
 LOSSES = ("loss", "pg_loss", "kl", "entropy", "grad_norm", "mean_reward",
           "advantage_abs_mean", "nonzero_advantage_fraction")
-
-
-@pytest.fixture(scope="module")
-def ray_instance():
-    ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=2,
-             include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
-    ray.shutdown()
 
 
 @pytest.fixture(scope="module")
