@@ -58,16 +58,14 @@ def _json_or_none(text: str | None) -> Any:
         return None
 
 
-class MedAgentBenchEnv:
-    """One task of a MedAgentBench suite behind the text Env contract.
+class EpisodeOnServer:
+    """What every MedAgentBench env shares: the task, its episode on the FHIR backend (a
+    private copy of the record, dropped on `close` or when the env is collected), the
+    exchanges so far, and the oracle over them. Subclasses implement the protocol."""
 
-    Capabilities: `snapshot()`/`restore()` (the episode's created resources and the
-    conversation state), `oracle_action()`.
-    """
-
-    def __init__(self, task: TaskDef, *, suite_id: str, grader: Grader, oracle: Oracle,
+    def __init__(self, task: TaskDef, *, suite_id: str, grader: Any, oracle: Oracle,
                  backend: Callable[[], Any], functions: list[dict[str, Any]], api_base: str,
-                 max_steps: int = MAX_STEPS):
+                 max_steps: int):
         if max_steps < 1:
             raise HarnessError(f"max_steps must be >= 1, got {max_steps}")
         self.task, self.suite_id, self.max_steps = task, suite_id, max_steps
@@ -77,10 +75,38 @@ class MedAgentBenchEnv:
         self._backend: Any = None
         self._episode: str | None = None
         self._finalizer: Any = None
-        self._store: Any = None
         self._records: tuple[dict[str, Any], ...] = ()
         self._steps, self._done, self._won = 0, False, False
         self._exchanges: list[Exchange] = []
+
+    def close(self) -> None:
+        """Drop the episode's record from the server (also done when the env is collected)."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._finalizer = self._episode = None
+
+    def _info(self, invalid: bool) -> dict[str, Any]:
+        return {"won": self._won, "score": float(self._won), "invalid": invalid,
+                "steps": self._steps}
+
+    def oracle_action(self) -> str:
+        return self._oracle(self.task, list(self._exchanges), self.api_base)
+
+
+class MedAgentBenchEnv(EpisodeOnServer):
+    """One task of a MedAgentBench suite behind the text Env contract.
+
+    Capabilities: `snapshot()`/`restore()` (the episode's created resources and the
+    conversation state), `oracle_action()`.
+    """
+
+    def __init__(self, task: TaskDef, *, suite_id: str, grader: Grader, oracle: Oracle,
+                 backend: Callable[[], Any], functions: list[dict[str, Any]], api_base: str,
+                 max_steps: int = MAX_STEPS):
+        super().__init__(task, suite_id=suite_id, grader=grader, oracle=oracle,
+                         backend=backend, functions=functions, api_base=api_base,
+                         max_steps=max_steps)
+        self._store: Any = None
 
     # -- Env contract ------------------------------------------------------------------------
     def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
@@ -116,10 +142,8 @@ class MedAgentBenchEnv:
                           {**self._info(invalid), **extra})
 
     def close(self) -> None:
-        """Drop the episode's record from the server (also done when the env is collected)."""
-        if self._finalizer is not None:
-            self._finalizer()
-        self._finalizer = self._episode = self._store = None
+        super().close()
+        self._store = None
 
     # -- actions -----------------------------------------------------------------------------
     def _request(self, action: Any) -> tuple[str, bool, dict[str, Any]]:
@@ -148,14 +172,7 @@ class MedAgentBenchEnv:
         verdict = "correct" if self._won else "incorrect"
         return f"Episode finished: {verdict}.", True, {"grade": reason}
 
-    def _info(self, invalid: bool) -> dict[str, Any]:
-        return {"won": self._won, "score": float(self._won), "invalid": invalid,
-                "steps": self._steps}
-
     # -- capabilities ------------------------------------------------------------------------
-    def oracle_action(self) -> str:
-        return self._oracle(self.task, list(self._exchanges), self.api_base)
-
     def snapshot(self) -> tuple:
         if self._store is None:
             raise HarnessError("snapshot() needs a reset() first")

@@ -18,7 +18,7 @@ from typing import Any
 from harness.core import HarnessError, make_rng
 from tasks.base import StepResult
 from tasks.medagentbench.branches import task_record
-from tasks.medagentbench.env import Exchange, Oracle
+from tasks.medagentbench.env import EpisodeOnServer, Exchange, Oracle
 from tasks.medagentbench.graders_refsol import RefsolGrader
 from tasks.medagentbench.grading import Case, TaskDef
 from tasks.medagentbench.official_protocol import (ENDED_INVALID, FORMAT_SUFFIX, MAX_ROUNDS,
@@ -27,7 +27,7 @@ from tasks.medagentbench.official_protocol import (ENDED_INVALID, FORMAT_SUFFIX,
 from tasks.medagentbench.protocol import render_prompt
 
 
-class OfficialProtocolEnv:
+class OfficialProtocolEnv(EpisodeOnServer):
     """One task of a @2 suite under the official protocol, behind the text Env contract.
 
     Capabilities: `snapshot()`/`restore()`, `oracle_action()`, `transcript()` (the turns
@@ -41,19 +41,10 @@ class OfficialProtocolEnv:
     def __init__(self, task: TaskDef, *, suite_id: str, grader: RefsolGrader, oracle: Oracle,
                  backend: Callable[[], Any], functions: list[dict[str, Any]], api_base: str,
                  max_steps: int = MAX_ROUNDS):
-        if max_steps < 1:
-            raise HarnessError(f"max_steps must be >= 1, got {max_steps}")
-        self.task, self.suite_id, self.max_steps = task, suite_id, max_steps
-        self.api_base = api_base
-        self._grader, self._oracle, self._backend_factory = grader, oracle, backend
-        self._functions = functions
-        self._backend: Any = None
-        self._episode: str | None = None
-        self._finalizer: Any = None
-        self._records: tuple[dict[str, Any], ...] = ()
-        self._steps, self._done, self._won = 0, False, False
+        super().__init__(task, suite_id=suite_id, grader=grader, oracle=oracle,
+                         backend=backend, functions=functions, api_base=api_base,
+                         max_steps=max_steps)
         self._turns: list[Turn] = []
-        self._exchanges: list[Exchange] = []
 
     # -- Env contract ------------------------------------------------------------------------
     def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
@@ -100,12 +91,6 @@ class OfficialProtocolEnv:
         return StepResult(observation, reward, terminated, truncated,
                           {**self._info(invalid), **extra})
 
-    def close(self) -> None:
-        """Drop the episode's record from the server (also done when the env is collected)."""
-        if self._finalizer is not None:
-            self._finalizer()
-        self._finalizer = self._episode = None
-
     # -- parts -------------------------------------------------------------------------------
     def case(self) -> Case:
         """The ground truth of this episode (the task, its patient, the generated chart)."""
@@ -124,14 +109,7 @@ class OfficialProtocolEnv:
         self._exchanges.append(Exchange("GET", url, status, text, None))
         return get_reply(status, text, full), status >= 400
 
-    def _info(self, invalid: bool) -> dict[str, Any]:
-        return {"won": self._won, "score": float(self._won), "invalid": invalid,
-                "steps": self._steps}
-
     # -- capabilities ------------------------------------------------------------------------
-    def oracle_action(self) -> str:
-        return self._oracle(self.task, list(self._exchanges), self.api_base)
-
     def snapshot(self) -> tuple:
         if self._episode is None:
             raise HarnessError("snapshot() needs a reset() first")
