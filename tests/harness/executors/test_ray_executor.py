@@ -7,7 +7,10 @@ recorded and retried."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,7 @@ import ray  # noqa: E402
 from harness.cli import main  # noqa: E402
 from harness.config import make_run_config  # noqa: E402
 from harness.executors import parse_executor  # noqa: E402
+from harness.policies import make_policy  # noqa: E402
 from harness.executors.ray_executor import (EXECUTOR_TABLES, load_attempts,  # noqa: E402
                                             run_on_ray)
 from harness.records import EpisodeKey  # noqa: E402
@@ -103,6 +107,37 @@ def cluster():
         cluster.shutdown()
 
 
+class PacedPolicy:
+    """A scripted policy that takes `pause_s` per decision, so that episodes last long
+    enough for the worker node to die with one of them running (the bare scripted episodes
+    finish in milliseconds, and the node could die idle)."""
+
+    def __init__(self, spec: str, pause_s: float = 0.01):
+        self.inner, self.pause_s = make_policy(spec), pause_s
+        self.id, self.train_seed = self.inner.id, self.inner.train_seed
+        self.provenance = self.inner.provenance
+
+    async def act(self, context):
+        await asyncio.sleep(self.pause_s)
+        return await self.inner.act(context)
+
+
+# Ray workers cannot import this test module: its classes travel by value.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def _alive_nodes_once_settled(expected: int, deadline_s: float = 60.0) -> int:
+    """Alive nodes as the GCS reports them, polled until `expected` or the deadline: the GCS
+    marks a node dead only after its missed health checks, which on a loaded machine can come
+    after a short run has already finished on the surviving node."""
+    end = time.monotonic() + deadline_s
+    while True:
+        alive = len([n for n in ray.nodes() if n["Alive"]])
+        if alive == expected or time.monotonic() > end:
+            return alive
+        time.sleep(0.25)
+
+
 @pytest.mark.slow
 def test_worker_node_killed_mid_run(cluster, tmp_path):
     cluster, worker = cluster
@@ -121,12 +156,13 @@ def test_worker_node_killed_mid_run(cluster, tmp_path):
 
     spec = parse_executor(f"ray:{address}", max_retries=3)
     with Store(config.db) as store:
-        summary = run_on_ray(config, spec, store=store, on_episode=on_episode)
+        summary = run_on_ray(config, spec, store=store, on_episode=on_episode,
+                             policies=[PacedPolicy("oracle"), PacedPolicy("random")])
         attempts = load_attempts(store, "killed")
         runs = store.tables(EXECUTOR_TABLES).execute(
             "SELECT executor, max_retries FROM executor_runs WHERE run_id='killed'").fetchall()
     assert not worker.any_processes_alive()  # the node really died mid-run
-    assert len([n for n in ray.nodes() if n["Alive"]]) == 1
+    assert _alive_nodes_once_settled(expected=1) == 1  # and the head's GCS saw it die
     assert summary.planned == 160 and summary.played == 160 and summary.errors == 0
     frame = load_episodes(config.db)
     keys = frame[["policy", "suite", "task_id", "eval_seed", "sample"]]
