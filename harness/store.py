@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 import pandas as pd
@@ -308,22 +308,20 @@ class Store:
         attempt under the same key (used to retry errored episodes)."""
         self.write_episodes([(run_id, episode, steps)], replace=replace)
 
-    @reported
     def write_episodes(self, batch: Sequence[tuple[str, EpisodeRecord, Iterable[StepRecord]]],
                        *, replace: bool = False) -> None:
         """Store several ``(run_id, episode, steps)`` in one transaction (a group commit)."""
-        episode_rows, trajectory_rows = [], []
-        for run_id, episode, steps in batch:
-            key = (run_id, *episode.key)
-            steps = list(steps)
-            episode_rows.append(_episode_row(key, episode))
-            trajectory_rows.append((*key, len(steps), encode_json([tuple(s) for s in steps])))
+        self.write_rows([episode_rows(*item) for item in batch], replace=replace)
+
+    @reported
+    def write_rows(self, rows: Sequence[EpisodeRows], *, replace: bool = False) -> None:
+        """Store episodes already turned into rows (`episode_rows`) in one transaction."""
         verb = "INSERT OR REPLACE" if replace else "INSERT"
         db = self._db
 
         def write() -> None:
-            db.executemany(f"{verb} INTO episodes VALUES ({_EPISODE_PLACEHOLDERS})", episode_rows)
-            db.executemany(f"{verb} INTO trajectories VALUES (?,?,?,?,?,?,?,?)", trajectory_rows)
+            _insert_rows(db, f"{verb} INTO episodes", [row.episode for row in rows])
+            _insert_rows(db, f"{verb} INTO trajectories", [row.trajectory for row in rows])
 
         _in_transaction(db, write)
 
@@ -417,7 +415,41 @@ def encode_json(value: Any) -> str:
     return orjson.dumps(value, default=repr, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
-_EPISODE_PLACEHOLDERS = ",".join("?" * 26)
+def _insert_rows(db: sqlite3.Connection, insert: str, rows: Sequence[tuple]) -> None:
+    """`insert` (``INSERT ... INTO table``) of equal-width `rows` as multi-row ``VALUES``
+    statements: one SQLite call per chunk rather than one per row, so the writer thread hands
+    the interpreter lock back and forth once per chunk (each call releases and retakes it)."""
+    if not rows:
+        return
+    width = len(rows[0])
+    limit = min(db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER), MAX_BOUND_PARAMETERS)
+    per_call = max(1, min(len(rows), limit // width))
+    for start in range(0, len(rows), per_call):
+        chunk = rows[start:start + per_call]
+        values = ",".join([f"({','.join('?' * width)})"] * len(chunk))
+        db.execute(f"{insert} VALUES {values}", [v for row in chunk for v in row])
+
+
+MAX_BOUND_PARAMETERS = 32766
+"""Most parameters bound in one statement (SQLite's default limit since 3.32; a build with a
+lower limit is asked for its own)."""
+
+
+class EpisodeRows(NamedTuple):
+    """One episode as the store's rows: its ``episodes`` row and its ``trajectories`` row
+    (the steps as one JSON text)."""
+
+    episode: tuple
+    trajectory: tuple
+
+
+def episode_rows(run_id: str, episode: EpisodeRecord, steps: Iterable[StepRecord]
+                 ) -> EpisodeRows:
+    """The rows `Store.write_rows` stores for one episode."""
+    key = (run_id, *episode.key)
+    steps = list(steps)
+    return EpisodeRows(_episode_row(key, episode),
+                       (*key, len(steps), encode_json([tuple(s) for s in steps])))
 
 
 def _episode_row(key: tuple, episode: EpisodeRecord) -> tuple:
@@ -450,6 +482,7 @@ class EpisodeWriter:
         self._path, self._replace, self._batch = Path(path), replace, batch
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._error: BaseException | None = None
+        self._closing = False
         # opened here, so that a database the writer cannot open fails the run at its start
         self._store = Store(self._path, check_same_thread=False)
         self._thread = threading.Thread(target=self._loop, name="episode-writer", daemon=True)
@@ -464,9 +497,10 @@ class EpisodeWriter:
                     return
                 batch = [item]
                 # let a burst gather: one wake-up per batch rather than per episode keeps the
-                # writer off the interpreter lock the event loop needs (a stop still commits
-                # everything queued: `close` waits for the queue to drain)
-                time.sleep(GATHER_S)
+                # writer off the interpreter lock the event loop needs; once the run is
+                # closing nothing more is coming, and what is queued is committed at once
+                if not self._closing:
+                    time.sleep(GATHER_S)
                 while len(batch) < self._batch:
                     try:
                         item = self._queue.get_nowait()
@@ -478,7 +512,7 @@ class EpisodeWriter:
                     batch.append(item)
                 if self._error is None:
                     try:
-                        store.write_episodes(batch, replace=self._replace)
+                        store.write_rows(batch, replace=self._replace)
                     except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
                         self._error = exc
         finally:
@@ -491,12 +525,16 @@ class EpisodeWriter:
             raise HarnessError(f"writing to {self._path} failed: {self._error}") from self._error
 
     def submit(self, run_id: str, episode: EpisodeRecord, steps: Sequence[StepRecord]) -> None:
+        """Queue one episode. Its rows are made here, on the caller's thread (a JSON text
+        instead of thousands of live step objects waiting in the queue): the writer thread
+        then only runs SQLite, which lets go of the interpreter lock."""
         self._check()
-        self._queue.put((run_id, episode, steps))
+        self._queue.put(episode_rows(run_id, episode, steps))
 
     def close(self) -> None:
         """Wait until every submitted episode is committed."""
         if self._thread.is_alive():
+            self._closing = True
             self._queue.put(None)
             self._thread.join()
         self._check()

@@ -26,6 +26,22 @@ class _Scripted:
     def __init__(self, spec: str):
         self.id = spec
         self.provenance: Mapping[str, Any] = {"kind": "scripted", "spec": spec}
+        self._decisions: dict[str, Decision] = {}
+
+    def decision(self, action: str) -> Decision:
+        """The (immutable) decision to play `action`, made once per distinct action: a
+        scripted policy's turn costs a dictionary lookup, not a new object."""
+        made = self._decisions.get(action)
+        if made is None:
+            if len(self._decisions) >= MAX_CACHED_DECISIONS:
+                return Decision(action, action)
+            made = self._decisions[action] = Decision(action, action)
+        return made
+
+
+MAX_CACHED_DECISIONS = 4096
+"""Distinct actions a scripted policy keeps decisions for (suites with open-ended actions,
+e.g. an oracle's shell commands, make new ones past it)."""
 
 
 class RandomPolicy(_Scripted):
@@ -34,8 +50,7 @@ class RandomPolicy(_Scripted):
     async def act(self, context: EpisodeContext) -> Decision:
         actions = context.info.get("admissible_actions") or ()
         fallback = next(iter(context.trivial_actions.values()), "") if not actions else ""
-        action = choose_uniform(actions, fallback, context.rng)
-        return Decision(action, action)
+        return self.decision(choose_uniform(actions, fallback, context.rng))
 
 
 class NoopPolicy(_Scripted):
@@ -52,8 +67,7 @@ class NoopPolicy(_Scripted):
             raise HarnessError(f"suite {context.suite_id} declares no trivial actions")
         if self.name and self.name not in trivial:
             raise UnknownNameError(f"trivial action of {context.suite_id}", self.name, trivial)
-        action = trivial[self.name] if self.name else next(iter(trivial.values()))
-        return Decision(action=action, raw_output=action)
+        return self.decision(trivial[self.name] if self.name else next(iter(trivial.values())))
 
 
 class OraclePolicy(_Scripted):
@@ -62,5 +76,4 @@ class OraclePolicy(_Scripted):
     async def act(self, context: EpisodeContext) -> Decision:
         if not isinstance(context.env, HasOracle):
             raise HarnessError(f"suite {context.suite_id} has no oracle")
-        action = context.env.oracle_action()
-        return Decision(action=action, raw_output=action)
+        return self.decision(context.env.oracle_action())

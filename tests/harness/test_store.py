@@ -152,3 +152,20 @@ def test_unwritable_or_missing_paths_are_clear_errors(tmp_path):
         Store(blocker / "sub" / "r.db")
     with pytest.raises(HarnessError, match="no results database"):
         load_episodes(tmp_path / "missing.db")
+
+
+def test_a_batch_split_over_several_statements_stores_every_row(store, monkeypatch):
+    """26 episode columns with at most 60 parameters per statement: 2 rows per statement,
+    so 5 episodes take 3 statements per table, in one transaction."""
+    import harness.store as store_module
+
+    monkeypatch.setattr(store_module, "MAX_BOUND_PARAMETERS", 60)
+    statements = []
+    store._db.set_trace_callback(statements.append)
+    store.write_episodes([("run-1", _episode(f"t{i}"), STEPS) for i in range(5)])
+    store._db.set_trace_callback(None)
+    inserts = [s for s in statements if s.startswith("INSERT INTO episodes")]
+    assert len(inserts) == 3
+    frame = store.load_episodes()
+    assert sorted(frame.task_id) == [f"t{i}" for i in range(5)]
+    assert store.load_steps("run-1", EpisodeKey("random", "frozenlake@1", "t4", 0, 0)) == STEPS
