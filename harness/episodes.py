@@ -23,7 +23,7 @@ from harness.policies.base import EpisodeContext
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 from tasks.base import Env, Suite, TaskSpec
 
-__all__ = ["env_seed", "policy_rng", "balanced_prefix", "select_tasks", "episode_context",
+__all__ = ["env_seed", "policy_rng", "rng_identity", "balanced_prefix", "select_tasks", "episode_context",
            "multiline_actions", "EpisodeTally", "finish_record", "failed_record"]
 
 
@@ -34,8 +34,15 @@ def env_seed(suite_id: str, task_id: str, eval_seed: int) -> int:
 
 def policy_rng(suite_id: str, task_id: str, eval_seed: int, sample: int,
                policy_id: str) -> np.random.Generator:
-    """The policy's RNG for one episode: differs across samples and policies."""
+    """The policy's RNG for one episode: differs across samples and policies. `policy_id`:
+    the policy's `rng_identity`."""
     return make_rng(suite_id, task_id, eval_seed, sample, policy_id)
+
+
+def rng_identity(policy: Any) -> str:
+    """What a policy's episode RNG derives from: its ``rng_key`` when it has one (a model
+    read from a directory: the id without the path, see `ModelPolicy.rng_key`), else its id."""
+    return getattr(policy, "rng_key", None) or policy.id
 
 
 def balanced_prefix(tasks: Sequence[TaskSpec], n: int) -> list[TaskSpec]:

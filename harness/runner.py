@@ -42,7 +42,7 @@ from typing import Any
 from harness.config import RunConfig
 from harness.core import HarnessError
 from harness.episodes import (EpisodeTally, episode_context, env_seed, failed_record,
-                              finish_record, select_tasks)
+                              finish_record, rng_identity, select_tasks)
 from harness.policies import Policy, make_policy
 from harness.policies.model import apply_suite_scaffolds
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
@@ -132,7 +132,7 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
         obs, info = env.reset(seed=env_seed(suite.id, task.id, job.eval_seed))
     limit = env.max_steps if max_steps is None else min(max_steps, env.max_steps)
     context = episode_context(suite, task, env, obs, info, eval_seed=job.eval_seed,
-                              sample=job.sample, policy_id=policy.id)
+                              sample=job.sample, policy_id=rng_identity(policy))
     steps: list[StepRecord] = []
     total_reward, n_invalid, prompt_tokens, completion_tokens = 0.0, 0, 0, 0
     retries, model_latency_s = 0, 0.0  # summed inline (hot loop), then one EpisodeTally

@@ -91,7 +91,7 @@ def make_checkpoint_policy(spec: ModelSpec, *, policy_id: str | None = None,
                            train_seed: int | None = None) -> ModelPolicy:
     """The policy of a ``checkpoint:PATH`` spec. `policy_id` and `train_seed` replace the spec
     string and the checkpoint's training seed (the trainer's own evaluation uses them)."""
-    from harness.policies.hf import LocalModel, make_hf_backend
+    from harness.policies.hf import LocalModel, location_free_key, make_hf_backend
 
     path = resolve_checkpoint(spec.target)
     metadata = read_checkpoint(path)
@@ -112,4 +112,4 @@ def make_checkpoint_policy(spec: ModelSpec, *, policy_id: str | None = None,
     return ModelPolicy(spec.spec, make_hf_backend(model, options), options,
                        train_seed=_train_seed(spec, metadata, train_seed),
                        provenance=provenance, scaffold=make_scaffold(scaffold),
-                       policy_id=policy_id)
+                       policy_id=policy_id, rng_key=location_free_key(spec, path))

@@ -11,6 +11,7 @@ decode together. Nothing is downloaded (``local_files_only``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,10 @@ from harness.policies.specs import ModelOptions, ModelSpec
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LocalModel", "HFBackend", "ContextOverflowError", "make_hf_policy", "load_torch"]
+__all__ = ["LocalModel", "HFBackend", "ContextOverflowError", "make_hf_policy", "load_torch",
+           "weights_digest", "location_free_key"]
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
 class ContextOverflowError(HarnessError):
@@ -301,8 +305,36 @@ def make_hf_backend(model: LocalModel, options: ModelOptions) -> HFBackend:
     return HFBackend(model, max_batch=options.max_batch, wait_s=options.batch_wait_ms / 1000)
 
 
+def weights_digest(path: str | Path) -> str:
+    """SHA-256 (hex) over the weight files of the model directory `path` (names and
+    contents, in name order); "" when `path` is not a directory with weight files."""
+    path = Path(path)
+    files = sorted(f for f in path.glob("*") if f.suffix in WEIGHT_SUFFIXES and f.is_file()) \
+        if path.is_dir() else []
+    if not files:
+        return ""
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.name.encode() + b"\0")
+        with file.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def location_free_key(spec: ModelSpec, path: str | Path) -> str | None:
+    """The spec string with the model's directory replaced by its weights' digest (None when
+    `path` holds no weight files, e.g. a hub model name): the key a policy's sampling RNG
+    derives from, so that the same weights sample the same wherever they are stored."""
+    digest = weights_digest(path)
+    if not digest or spec.target not in spec.spec:
+        return None
+    return spec.spec.replace(spec.target, f"sha256:{digest[:32]}", 1)
+
+
 def make_hf_policy(spec: ModelSpec) -> ModelPolicy:
     """The policy of an ``hf:PATH`` spec."""
     model = local_model(spec)
     return ModelPolicy(spec.spec, make_hf_backend(model, spec.options), spec.options,
-                       scaffold=make_scaffold(spec.scaffold_spec()))
+                       scaffold=make_scaffold(spec.scaffold_spec()),
+                       rng_key=location_free_key(spec, spec.target))

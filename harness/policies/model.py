@@ -92,8 +92,12 @@ class ModelPolicy:
     def __init__(self, spec: str, backend: ChatBackend, options: ModelOptions, *,
                  train_seed: int | None = None, provenance: Mapping[str, Any] | None = None,
                  scaffold: Scaffold | None = None, policy_id: str | None = None,
-                 scaffold_pinned: bool | None = None):
+                 scaffold_pinned: bool | None = None, rng_key: str | None = None):
         self.id = policy_id or spec
+        self.rng_key = policy_id or rng_key or self.id
+        """What the episode's policy RNG (the sampling seeds) derives from: the id, or for
+        a model read from a directory, the id with its path replaced by the weights' digest
+        (`harness.policies.hf.location_free_key`), so moving a checkpoint keeps its samples."""
         self.backend = backend
         self.options = options
         self.train_seed = train_seed

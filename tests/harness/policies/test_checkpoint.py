@@ -48,3 +48,52 @@ def test_hf_takes_the_same_scaffold_option(checkpoint):
 def test_train_seed_option_replaces_or_drops_the_checkpoints_seed(checkpoint):
     assert make_policy(f"checkpoint:{checkpoint}?train_seed=5").train_seed == 5
     assert make_policy(f"checkpoint:{checkpoint}?train_seed=none").train_seed is None
+
+
+def test_sampled_episodes_do_not_depend_on_where_the_checkpoint_is(checkpoint, tmp_path):
+    """The same weights in two directories: the same sampling RNG key (the path replaced by
+    the weights' digest) and the same sampled episodes through `harness run`; other weights
+    get another key."""
+    import shutil
+
+    from harness.cli import main
+    from harness.store import Store, load_episodes
+
+    moved = shutil.copytree(checkpoint, tmp_path / "elsewhere" / "ckpt")
+    options = "?temperature=1&max_tokens=4&max_batch=8"
+    here, there = (make_policy(f"checkpoint:{p}{options}") for p in (checkpoint, moved))
+    assert here.id != there.id and here.rng_key == there.rng_key
+    assert here.rng_key.startswith("checkpoint:sha256:") and here.rng_key.endswith(options)
+    steps = {}
+    for name, path in (("a", checkpoint), ("b", moved)):
+        db = tmp_path / f"{name}.db"
+        assert main(["run", "--policy", f"checkpoint:{path}{options}", "--suite",
+                     "frozenlake-random@1", "--tasks", "6", "--samples", "2", "--run-id", "r",
+                     "--db", str(db)]) == 0
+        frame = load_episodes(db)
+        with Store(db) as store:
+            steps[name] = [[(s.action, s.raw_output) for s in store.load_steps("r", key)]
+                           for key in map(_key, frame.itertuples())]
+    assert steps["a"] == steps["b"] and len(steps["a"]) == 12
+    outputs = {raw for episode in steps["a"] for _, raw in episode}
+    assert len(outputs) > 1  # sampling really happened
+    other = make_tiny_model_copy(tmp_path / "other", checkpoint)
+    assert make_policy(f"checkpoint:{other}{options}").rng_key != here.rng_key
+
+
+def _key(row):
+    from harness.records import EpisodeKey
+
+    return EpisodeKey(row.policy, row.suite, row.task_id, int(row.eval_seed), int(row.sample))
+
+
+def make_tiny_model_copy(path, checkpoint):
+    """A checkpoint with the same metadata and other weights (another init seed)."""
+    import shutil
+
+    from harness.policies.tiny import TinyConfig, make_tiny_model
+
+    made = make_tiny_model(path, TinyConfig(hidden=16, layers=1, heads=2, kv_heads=1,
+                                            intermediate=32), seed=1)
+    shutil.copy(checkpoint / "checkpoint.json", made / "checkpoint.json")
+    return made
