@@ -8,8 +8,9 @@ instruction, never from a list of task ids:
 2. a step or the instruction that needs the network (a URL, ``apt-get install``, ``pip
    install``, an instruction to install software) or a background process that must outlive its step (``... &``) -> unsupported;
 3. every result/expected getter must read on-disk state (files, command output): getters of
-   screen, window, browser or accessibility-tree state, and expected values fetched from cloud
-   storage (gold files not in the task data), make the task unsupported;
+   screen, window, browser or accessibility-tree state, expected values fetched from cloud
+   storage (gold files not in the task data) and getters that look data up online make the
+   task unsupported;
 4. every program a command runs (setup, getter) must exist in the backend's root filesystem
    (`ROOTFS_PROGRAMS`); keystrokes sent with ``pyautogui`` and app launches are reduced to
    what they leave on disk (nothing);
@@ -33,10 +34,15 @@ NO_DISK_EFFECT_STEPS = frozenset({"launch", "open", "activate_window", "sleep"})
 FETCH_STEPS = frozenset({"download", "googledrive", "login"})
 GUI_STEPS = frozenset({"chrome_open_tabs", "chrome_close_tabs", "update_browse_history"})
 
-#: Getters that read files or run a command: what a headless machine can answer.
+#: Getters that read files or run a command: what a headless machine can answer. The only
+#: getters grading runs (`tasks.osworld.grading.evaluate` refuses a task using any other).
 ON_DISK_GETTERS = frozenset({"vm_file", "vm_command_line", "vm_command_error", "cache_file",
                              "content_from_vm_file", "list_directory", "vlc_config",
-                             "gimp_config_file", "rule", "rule_relativeTime"})
+                             "gimp_config_file", "rule"})
+#: Getters that reach the network from the host: upstream's ``rule_relativeTime`` asks
+#: https://ipapi.co/json/ for the timezone when the rules name none (desktop-env 1.0.2,
+#: ``getters/misc.py``, ``get_timezone_from_ip``).
+NETWORK_GETTERS = frozenset({"rule_relativeTime"})
 CLOUD_GETTERS = frozenset({"cloud_file", "googledrive_file", "pdf_from_url",
                            "info_from_website", "gotoRecreationPage_and_get_html_content"})
 
@@ -132,6 +138,8 @@ def _getter_problem(config: Mapping[str, Any]) -> tuple[str, str] | None:
     kind = config.get("type")
     if kind in CLOUD_GETTERS:
         return "gold file", f"getter {kind!r} fetches a gold file that is not in the task data"
+    if kind in NETWORK_GETTERS:
+        return "network", f"getter {kind!r} looks data up online"
     if kind not in ON_DISK_GETTERS:
         return "live GUI state", f"getter {kind!r} reads live GUI/app state"
     if kind in {"vm_command_line", "vm_command_error"}:

@@ -7,7 +7,8 @@ here a virtual environment of the same Python version (a pyenv interpreter, or `
 find``) gets the same packages from PyPI:
 
 1. On the host, the spec's Python builds wheels of the requested packages into a wheelhouse
-   shared per Python version (``pip wheel``; only the package registry is contacted).
+   shared per Python version (``uv pip compile``, ``pip wheel``), confined by bubblewrap
+   (`tasks.swebench.hostbuild`).
 2. In a sandbox with no network, the venv is created at ``/opt/swe/venv``, the wheels are
    installed from the wheelhouse (``--no-index``), the repository at
    ``environment_setup_commit`` is copied to ``/testbed`` and the spec's ``install`` command
@@ -20,6 +21,17 @@ find``) gets the same packages from PyPI:
 
 Conda-only steps (``environment.yml`` packages, ``pre_install`` apt commands) are not
 reproduced; instances that need them show up in ``harness swebench validate``.
+
+Network safety. Only registry requirements (`registry_requirement`: a name, extras, version
+specifiers, a marker; no pip options, URLs, direct references or paths) ever reach uv or pip
+on the host: lines of a repository's requirements files that are not are dropped and named in
+the environment's notes, and a package name taken from the sandbox's pip output that is not
+one stops the build. Network access during the build is the package registry's by
+configuration, but not enforced at the network level: the host-side calls share the host's
+network (a departure; the proper fix is a registry-only proxy). Nothing task-specific runs on
+the host any more except PyPI packages' own build backends, inside the confinement
+`tasks.swebench.hostbuild` describes (read-only host filesystem, private ``/tmp``, only the
+wheel output and the pip/uv caches writable, an unprivileged uid, no capabilities).
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -37,14 +50,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.core import HarnessError
 from tasks.swebench.data import Instance
+from tasks.swebench.hostbuild import EnvBuildError, require_confinement, run_host_build, \
+    scratch_dir
 from tasks.swebench.repos import cache_root, checkout, read_at
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["EnvSpec", "BuiltEnv", "EnvBuildError", "env_spec", "find_python",
-           "build_environment", "ACTIVATE_SHIM", "VENV", "WHEELS"]
+           "build_environment", "registry_requirement", "ACTIVATE_SHIM", "VENV", "WHEELS"]
 
 VENV = "/opt/swe/venv"
 WHEELS = "/opt/swe/wheels"
@@ -57,10 +71,6 @@ MAX_FETCH_ROUNDS = 25
 OFFICIAL_ERA = "2024-08-01T00:00:00Z"
 """Packages are resolved as of this date: the official environment images were built (and
 pip chose their versions) around then; newer releases drop support old repositories need."""
-
-
-class EnvBuildError(HarnessError):
-    """An environment that could not be built (the message says which step failed)."""
 
 
 @dataclass(frozen=True)
@@ -142,13 +152,94 @@ class BuiltEnv:
         return [Bind(self.python, str(self.python)), Bind(self.wheels, WHEELS)]
 
 
+_ARCHIVE = re.compile(r"(?i).*\.(?:whl|zip|tar|tgz|tbz|txz|tlz|tar\.(?:gz|bz2|xz|lz))")
+
+
+def registry_requirement(line: str) -> str | None:
+    """`line` as a requirement on a package of the registry (PEP 508 ``name[extras]``,
+    optional version specifiers, optional ``; marker``; in `packaging`'s canonical form), or
+    None when it is anything else.
+
+    Accepted: ``numpy==1.26``, ``requests[socks]>=2; python_version<"3.12"``. Rejected: pip
+    options (``--index-url http://x``, ``-r other.txt``, ``-e .``), direct references
+    (``pkg @ https://x/y.whl``), VCS or archive URLs (``git+https://github.com/a/b``), paths
+    (``./local``, ``dist/pkg.tar.gz``), anything containing ``://`` or ``@``, and what
+    `packaging` cannot parse. Every line that reaches uv or pip on the host passes here: it
+    decides which addresses the host contacts and what pip's argv holds.
+    """
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    text = line.strip()
+    if not text or text.startswith("-") or "://" in text or "@" in text:
+        return None
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        return None
+    if requirement.url is not None or _ARCHIVE.fullmatch(requirement.name):
+        return None
+    return str(requirement)
+
+
+def _registry_lines(lines: Sequence[str], where: str, notes: list[str]) -> list[str]:
+    """The registry requirements among `lines` (canonical form); the others are dropped and
+    named in `notes`."""
+    kept = []
+    for line in lines:
+        accepted = registry_requirement(line)
+        if accepted is None:
+            notes.append(f"dropped requirement line {line!r} ({where}): not a registry "
+                         "requirement")
+        else:
+            kept.append(accepted)
+    return kept
+
+
+def _checked(lines: Sequence[str], what: str) -> list[str]:
+    """`lines` when every one is a registry requirement (as given), else `EnvBuildError`."""
+    bad = [line for line in lines if registry_requirement(line) is None]
+    if bad:
+        raise EnvBuildError(f"{what}: {bad[0]!r} is not a registry requirement; not passed "
+                            "to uv/pip on the host")
+    return list(lines)
+
+
+_INCLUDE = re.compile(r"(?:-r|--requirement)(?:\s*=\s*|\s*)(\S+)")
+
+
+def _requirements_file(spec: EnvSpec, first: str, notes: list[str]) -> list[str]:
+    """The registry requirements of the requirements file `first` at the setup commit and
+    of the files it includes (``-r``); other lines are dropped into `notes`."""
+    from swebench.harness.test_spec.python import clean_requirements
+
+    lines: list[str] = []
+    pending, seen = [first], set()
+    while pending:
+        path = pending.pop()
+        seen.add(path)
+        text = read_at(spec.repo, spec.setup_commit, path) or ""
+        for line in clean_requirements(text).splitlines():
+            line = line.split("#")[0].strip()
+            include = _INCLUDE.fullmatch(line)
+            if include is not None:
+                target = os.path.normpath(Path(path).parent / include[1])
+                if "://" in include[1] or target.startswith(("..", "/")):
+                    notes.append(f"dropped include {line!r} ({path}): not a file of the "
+                                 "repository")
+                elif target not in seen:
+                    pending.append(target)
+            elif line:
+                lines += _registry_lines([line], path, notes)
+    return lines
+
+
 def _requirements(spec: EnvSpec) -> tuple[list[str], list[str]]:
-    """Requirement lines of the spec's ``packages`` and ``pip_packages``; and notes."""
+    """Registry requirements of the spec's ``packages`` and ``pip_packages``; and notes
+    (among them every line dropped as not a registry requirement)."""
     notes: list[str] = []
     lines: list[str] = []
     if spec.packages == "requirements.txt":
         from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS
-        from swebench.harness.test_spec.python import clean_requirements
 
         candidates = MAP_REPO_TO_REQS_PATHS.get(spec.repo, ["requirements.txt"])
         first = next((p for p in candidates
@@ -156,56 +247,49 @@ def _requirements(spec: EnvSpec) -> tuple[list[str], list[str]]:
         if first is None:
             raise EnvBuildError(f"{spec.repo} {spec.version}: none of {candidates} exists at "
                                 f"{spec.setup_commit}")
-        pending, seen = [first], set()
-        while pending:
-            path = pending.pop()
-            seen.add(path)
-            text = read_at(spec.repo, spec.setup_commit, path) or ""
-            for line in clean_requirements(text).splitlines():
-                line = line.split("#")[0].strip()
-                if line.startswith("-r"):
-                    include = str(Path(path).parent / line[2:].strip())
-                    if include not in seen:
-                        pending.append(include)
-                elif line and not line.startswith(("-e", ".", "-c")):
-                    lines.append(line)
+        lines += _requirements_file(spec, first, notes)
     elif spec.packages == "environment.yml":
         notes.append("environment.yml (conda) packages not installed")
-    elif spec.packages:
-        lines += spec.packages.split()
-    lines += list(spec.pip_packages)
+    elif spec.packages:  # shell words, as upstream hands them to conda: 'numpy==1.19.2'
+        try:
+            words = shlex.split(spec.packages)
+        except ValueError:
+            words = spec.packages.split()
+        lines += _registry_lines(words, "the spec's packages", notes)
+    lines += _registry_lines(spec.pip_packages, "the spec's pip_packages", notes)
     return lines, notes
 
 
 def _pins(python: Path, requirements: Sequence[str], before: str,
           overrides: Sequence[str] = ()) -> list[str]:
-    """`requirements` resolved for `python` by ``uv pip compile`` with only releases uploaded
-    before `before` (the environment's era; without uv, or when the spec pins something newer,
-    the newest releases): ``name==version`` lines."""
+    """`requirements` resolved for `python` by ``uv pip compile`` (confined) with only
+    releases uploaded before `before` (the environment's era; without uv, or when the spec
+    pins something newer, the newest releases): ``name==version`` lines."""
+    _checked([*requirements, *overrides], "uv pip compile")
     uv = shutil.which("uv")
     if uv is None:
         return list(requirements)
-    import tempfile
-
-    with tempfile.NamedTemporaryFile("w", suffix=".txt") as override:
-        override.write("\n".join(overrides) + "\n")
-        override.flush()
-        extra = ["--override", override.name] if overrides else []
+    with scratch_dir(cache_root()) as work:
+        (work / "override.txt").write_text("\n".join(overrides) + "\n")
+        extra = ["--override", str(work / "override.txt")] if overrides else []
         for bound in ([["--exclude-newer", before]] if before else []) + [[]]:
             argv = [uv, "pip", "compile", "--quiet", "--no-header", "--no-annotate",
                     "--python", str(python / "bin" / "python"), *bound[:2], *extra, "-"]
-            done = subprocess.run(argv, input="\n".join(requirements), capture_output=True,
-                                  text=True, timeout=900)
+            done = run_host_build(argv, python=python, cache_root=cache_root(),
+                                  readable=[Path(uv)], writable=[work],
+                                  stdin="\n".join(requirements), timeout_s=900)
             if done.returncode == 0:
-                return [line.strip() for line in done.stdout.splitlines()
-                        if line.strip() and not line.startswith("#")]
+                return _checked([line.strip() for line in done.stdout.splitlines()
+                                 if line.strip() and not line.startswith("#")],
+                                "uv pip compile's output")
     raise EnvBuildError(f"cannot resolve {' '.join(requirements)[:200]}: "
                         f"{done.stderr.strip()[-300:]}")
 
 
 def _host_pip_python(python: Path) -> Path:
     """A host venv of `python` with the newest pip it supports (old interpreters ship pips
-    without ``--use-pep517``), made once; only the package registry is contacted."""
+    without ``--use-pep517``), made once; only the package registry is contacted and only
+    wheels are installed (no build script runs)."""
     venv = cache_root() / "host-pip" / python.name
     target = venv / "bin" / "python"
     if not (venv / ".ready").exists():
@@ -213,8 +297,8 @@ def _host_pip_python(python: Path) -> Path:
                        check=True, capture_output=True)
         minor = int(python.name.split(".")[1])
         newest = {6: "pip<22", 7: "pip<24.1", 8: "pip<25.1"}.get(minor, "pip")  # old pips
-        done = subprocess.run([str(target), "-m", "pip", "install", "-q", "--upgrade", newest],
-                              capture_output=True, text=True)
+        done = subprocess.run([str(target), "-m", "pip", "install", "-q", "--only-binary",
+                               ":all:", "--upgrade", newest], capture_output=True, text=True)
         if done.returncode != 0:
             raise EnvBuildError(f"cannot upgrade pip for Python {python.name}: "
                                 f"{done.stderr.strip()[-300:]}")
@@ -225,16 +309,22 @@ def _host_pip_python(python: Path) -> Path:
 def _host_wheels(python: Path, wheels: Path, requirements: Sequence[str],
                  before: str = "", overrides: Sequence[str] = ()) -> list[str]:
     """Wheels of `requirements` (resolved as `_pins` says) in `wheels`, built by the spec's
-    Python with ``pip wheel`` (only the package registry is contacted); returns the pins."""
+    Python with ``pip wheel``, confined (`tasks.swebench.hostbuild`); returns the pins."""
     if not requirements:
         return []
-    pins = _pins(python, requirements, before, overrides)
-    argv = [str(_host_pip_python(python)), "-m", "pip", "wheel", "-q", "--no-deps", "--use-pep517",
-            "--disable-pip-version-check", "-w", str(wheels), *pins]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        raise EnvBuildError(f"pip wheel {' '.join(pins)[:200]} failed: "
-                            f"{done.stderr.strip()[-400:]}")
+    pins = _checked(_pins(python, requirements, before, overrides), "pip wheel")
+    pip = _host_pip_python(python)
+    with scratch_dir(cache_root()) as out:
+        argv = [str(pip), "-m", "pip", "wheel", "-q", "--no-deps", "--use-pep517",
+                "--disable-pip-version-check", "-w", str(out), "--", *pins]
+        done = run_host_build(argv, python=python, cache_root=cache_root(),
+                              readable=[pip.parents[1]], writable=[out], timeout_s=1800)
+        if done.returncode != 0:
+            raise EnvBuildError(f"pip wheel {' '.join(pins)[:200]} failed: "
+                                f"{done.stderr.strip()[-400:]}")
+        wheels.mkdir(parents=True, exist_ok=True)
+        for built in out.iterdir():
+            shutil.copyfile(built, wheels / built.name)
     return pins
 
 
@@ -245,7 +335,8 @@ _MISSING = re.compile(r"(?:satisfies the requirement|No matching distribution fo
 def _install_offline(sandbox: Any, command: str, spec: EnvSpec, python: Path, wheels: Path,
                      timeout_s: float, before: str, pins: list[str]) -> str:
     """Run `command` in the sandbox offline, fetching each requirement pip names as missing
-    into the wheelhouse (on the host) and retrying; returns the last output."""
+    into the wheelhouse (on the host) and retrying; returns the last output. A name that is
+    not a registry requirement (`registry_requirement`) stops the build."""
     for _ in range(MAX_FETCH_ROUNDS):
         result = sandbox.run(f"source /opt/miniconda3/bin/activate && cd /testbed && {command}",
                              user="root", timeout_s=timeout_s)
@@ -257,7 +348,12 @@ def _install_offline(sandbox: Any, command: str, spec: EnvSpec, python: Path, wh
                                 f"{result.output.strip()[-600:]}")
         known = {_name(p) for p in pins}
         wanted = missing[-1].split(";")[0].strip("'\" ")
-        new = [p for p in _host_wheels(python, wheels, [wanted], before)
+        accepted = registry_requirement(wanted)  # the sandbox's output must not steer the host
+        if accepted is None:
+            raise EnvBuildError(f"{spec.repo} {spec.version}: pip in the sandbox names "
+                                f"{wanted[:120]!r} as missing, which is not a registry "
+                                "requirement; the host does not fetch it")
+        new = [p for p in _host_wheels(python, wheels, [accepted], before)
                if _name(p) not in known]
         pins += new
         sandbox.write_file("/opt/swe/constraints.txt", "\n".join(pins) + "\n")
@@ -304,7 +400,11 @@ def build_environment(instance: Instance, *, rootfs: Path, mirrors: str | None =
                         tuple(record.get("notes", ())))
     say = progress or (lambda line: None)
     started = time.perf_counter()
+    require_confinement()
     requirements, notes = _requirements(spec)
+    for note in notes:
+        logger.warning("%s %s: %s", spec.repo, spec.version, note)
+        say(f"{spec.repo} {spec.version}: {note}")
     if spec.pre_install:
         notes.append("pre_install steps (apt/conda) not run")
     failures = []
@@ -337,8 +437,9 @@ def _build_layer(spec: EnvSpec, home: Path, python: Path, wheels: Path, before: 
     from tasks.sandbox import Bind, Limits, Sandbox
 
     wheels.mkdir(parents=True, exist_ok=True)
+    overrides = [p for p in spec.pip_packages if registry_requirement(p)]  # others: in notes
     pins = _host_wheels(python, wheels, ["pip", "setuptools", "wheel", *requirements], before,
-                        overrides=spec.pip_packages)  # as upstream: pip_packages installed last
+                        overrides=overrides)  # as upstream: pip_packages installed last
     source = checkout(spec.repo, spec.setup_commit, mirrors)
     limits = Limits(wall_s=timeout_s, cpu_s=int(timeout_s), disk_bytes=8 << 30,
                     processes=2048, output_bytes=1 << 20)

@@ -89,6 +89,28 @@ COLLATERAL = SOLVE.replace("apis.supervisor.complete_task()", "apis.simple_note.
                            "access_token=tok, note_id=1)\napis.supervisor.complete_task()")
 
 
+# AppWorld's own guard refuses `import socket` by syntax; `__import__` passes it, so the
+# network namespace is what stops the model's code
+PROBE_NETWORK = """```python
+net = __import__('so' + 'cket')
+try:
+    net.create_connection(('1.1.1.1', 53), timeout=2)
+    error = 'connected'
+except OSError as exc:
+    error = str(exc)
+print(sorted(name for _, name in net.if_nameindex()))
+print(error)
+```"""
+
+
+def engine_network(env):
+    """The network interfaces the model's code sees in the engine's shell, and the error of
+    its attempt to connect out."""
+    env.reset(seed=0)
+    lines = env.step(PROBE_NETWORK).observation.strip().splitlines()
+    return {"interfaces": json.loads(lines[0].replace("'", '"')), "connect": lines[-1]}
+
+
 def play(env, actions):
     env.reset(seed=0)
     for action in actions:
@@ -104,6 +126,7 @@ if __name__ == "__main__":
     outcome = {
         "available": official_available(),
         "invalid": env.reset(seed=0) and env.step("<<not code>>").info["invalid"],
+        "engine_network": engine_network(env),
         "oracle": play(env, [SOLVE]),
         "do_nothing": play(env, ["apis.supervisor.complete_task()"]),
         "collateral": play(env, [COLLATERAL]),
