@@ -93,22 +93,17 @@ COLLATERAL = SOLVE.replace("apis.supervisor.complete_task()", "apis.simple_note.
 # network namespace is what stops the model's code
 PROBE_NETWORK = """```python
 net = __import__('so' + 'cket')
-try:
-    net.create_connection(('1.1.1.1', 53), timeout=2)
-    error = 'connected'
-except OSError as exc:
-    error = str(exc)
 print(sorted(name for _, name in net.if_nameindex()))
-print(error)
+print('only loopback')
 ```"""
 
 
 def engine_network(env):
-    """The network interfaces the model's code sees in the engine's shell, and the error of
-    its attempt to connect out."""
+    """The network interfaces the model's code sees in the engine's shell (no connection is
+    attempted: only 127.0.0.1 is ever a target)."""
     env.reset(seed=0)
     lines = env.step(PROBE_NETWORK).observation.strip().splitlines()
-    return {"interfaces": json.loads(lines[0].replace("'", '"')), "connect": lines[-1]}
+    return {"interfaces": json.loads(lines[0].replace("'", '"'))}
 
 
 def play(env, actions):

@@ -43,7 +43,6 @@ def test_official_engine_serves_a_generated_world(tmp_path):
     outcome = json.loads(run.stdout.strip().splitlines()[-1])
     assert outcome["available"] is None and outcome["invalid"] is True
     assert outcome["engine_network"]["interfaces"] == ["lo"]
-    assert "Network is unreachable" in outcome["engine_network"]["connect"]
     assert outcome["oracle"]["won"] is True
     assert outcome["do_nothing"]["won"] is False
     assert outcome["collateral"]["won"] is False

@@ -2,6 +2,7 @@
 a task is graded the official functions reach only loopback (no packet ever leaves: the
 guard refuses before connecting or resolving)."""
 
+import ipaddress
 import socket
 import threading
 
@@ -11,6 +12,38 @@ from tasks.osworld.capability import ON_DISK_GETTERS, classify
 from tasks.osworld.grading import (GradingNetworkError, UnsupportedGetterError, evaluate,
                                    no_network)
 from tasks.osworld.loader import load_tasks, parse_task
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@pytest.fixture(autouse=True)
+def host_network_out_of_reach(monkeypatch):
+    """Below the guard, stand-ins for the OS calls that pass loopback through and fail the
+    test on anything else: a broken guard fails here instead of sending a packet out."""
+    connect, connect_ex, getaddrinfo = (socket.socket.connect, socket.socket.connect_ex,
+                                        socket.getaddrinfo)
+
+    def refuse(target):
+        pytest.fail(f"{target} reached the host's network stack")
+
+    def guarded(original):
+        def call(self, address, *args):
+            if isinstance(address, tuple) and address[0] not in LOOPBACK:
+                refuse(address)
+            return original(self, address, *args)
+        return call
+
+    def lookup(host, *args, **kwargs):  # an address literal sends nothing; a name would
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            if host not in LOOPBACK:
+                refuse(host)
+        return getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded(connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded(connect_ex))
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
 
 
 def test_non_loopback_connect_is_refused():
@@ -40,13 +73,13 @@ def test_upstream_timezone_lookup_is_stopped_though_it_swallows_the_error():
 
 
 def test_loopback_still_works_and_the_patch_is_removed_after():
-    connect = socket.socket.connect
+    connect, getaddrinfo = socket.socket.connect, socket.getaddrinfo
     with socket.create_server(("127.0.0.1", 0)) as server:
         with no_network():
             assert socket.socket.connect is not connect
             with socket.create_connection(server.getsockname(), timeout=2):
                 pass
-    assert socket.socket.connect is connect and socket.getaddrinfo.__module__ == "socket"
+    assert socket.socket.connect is connect and socket.getaddrinfo is getaddrinfo
 
 
 def test_other_threads_are_not_guarded():
