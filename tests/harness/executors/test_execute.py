@@ -19,6 +19,8 @@ from harness.executors.ray_executor import load_attempts  # noqa: E402
 from harness.signal_eval.pipeline import SignalsConfig, _behaviour_run  # noqa: E402
 from harness.store import Store, load_episodes  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("ray")  # one worker: its Ray instances never overlap
+
 ORDER = ["policy", "suite", "task_id", "eval_seed", "sample"]
 
 

@@ -26,6 +26,8 @@ from tasks import get_suite  # noqa: E402
 from tasks.base import HasStateKey, Snapshotable  # noqa: E402
 from tasks.frozenlake import FrozenLakeSuite  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("ray")  # one worker: its Ray instances never overlap
+
 
 class _Declared(FrozenLakeSuite):
     resources = {"num_cpus": 0.5, "memory": 2 ** 20, "sandbox": True}

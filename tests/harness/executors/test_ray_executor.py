@@ -33,6 +33,8 @@ from harness.records import EpisodeKey  # noqa: E402
 from harness.runner import run  # noqa: E402
 from harness.store import Store, load_episodes  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("ray")  # one worker: its Ray instances never overlap
+
 TIMING = ["wall_s", "model_latency_s"]
 
 

@@ -18,6 +18,8 @@ from harness.train.advantages import estimate  # noqa: E402
 from harness.train.config import make_train_config  # noqa: E402
 from harness.train.trainer import Trainer  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("ray")  # one worker: its Ray instances never overlap
+
 LOSSES = ("loss", "pg_loss", "kl", "entropy", "grad_norm", "mean_reward",
           "advantage_abs_mean", "nonzero_advantage_fraction")
 
