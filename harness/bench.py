@@ -56,7 +56,11 @@ def _bare_loop(config: RunConfig) -> tuple[float, int, int]:
     return time.perf_counter() - started, len(jobs), steps
 
 
-def bench_runner(n_eval_seeds: int = 40, repeats: int = 5) -> RunnerBench:
+RUNNER_REPEATS = 5
+"""Runs of each side `harness bench runner` takes the best of (interleaved)."""
+
+
+def bench_runner(n_eval_seeds: int = 40, repeats: int = RUNNER_REPEATS) -> RunnerBench:
     """Random policy on frozenlake@1 8x8 test tasks x `n_eval_seeds`, through `harness.runner`
     (every episode and step stored in a fresh SQLite file) and through a bare loop.
     Each side runs `repeats` times, interleaved; the best time of each is kept."""
@@ -82,7 +86,7 @@ def runner_report(args: Any) -> list[str]:
         raise ConfigError(f"--eval-seeds must be >= 1, got {n_eval_seeds}")
     result = bench_runner(n_eval_seeds=n_eval_seeds)
     return [f"frozenlake@1 8x8, random policy, {result.episodes} episodes ({result.steps} "
-            f"steps), best of 5 each, interleaved",
+            f"steps), best of {RUNNER_REPEATS} each, interleaved",
             f"  bare reset/step loop : {result.bare_eps:10.1f} episodes/s",
             f"  harness runner+store : {result.harness_eps:10.1f} episodes/s",
             f"  ratio harness/bare   : {result.ratio:10.2f}  (target >= 0.70)"]
