@@ -46,6 +46,7 @@ SCHEMA_VERSION = 3
 ``meta.schema_version``. Each `TableSet` of a subsystem has its own version
 (``meta.tables:NAME``)."""
 READABLE_VERSIONS = (2, 3)
+BUSY_TIMEOUT_S = 30.0  # how long a statement waits for another connection's lock
 """Core versions a read-only store can read without upgrading (same episode tables)."""
 DEFAULT_DB = Path("results") / "harness.db"
 
@@ -161,14 +162,14 @@ class Store:
             mode = "mode=ro" if writable else "immutable=1"
             db = sqlite3.connect(f"{self.path.resolve().as_uri()}?{mode}", uri=True,
                                  isolation_level=None, check_same_thread=check_same_thread)
-            db.execute("PRAGMA busy_timeout=30000")
+            db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000:.0f}")
             self._check_readable(db)
             return db
         self.path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, isolation_level=None,
                              check_same_thread=check_same_thread)
-        db.execute("PRAGMA busy_timeout=30000")  # first: the next statements may wait
-        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000:.0f}")  # first: others wait
+        _enable_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")
         _in_transaction(db, lambda: self._upgrade(db))
         return db
@@ -386,6 +387,24 @@ class Store:
 
 
 _T = TypeVar("_T")
+
+
+def _enable_wal(db: sqlite3.Connection, *, wait_s: float = BUSY_TIMEOUT_S) -> None:
+    """Switch to WAL mode. Switching needs an exclusive lock, and SQLite answers "database
+    is locked" at once, without its busy handler, when another connection holds one (several
+    processes opening one new database): retried here until `wait_s` has passed."""
+    deadline, pause = time.monotonic() + wait_s, 0.001
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
 
 
 def _in_transaction(db: sqlite3.Connection, body: Callable[[], _T]) -> _T:
