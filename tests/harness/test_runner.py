@@ -1,12 +1,14 @@
 """The async runner: plans, determinism, resume, errors, timeouts, error-rate stop."""
 
 import asyncio
+import os
+import signal
 
 import pytest
 
 from harness.config import RunConfig
 from harness.policies import Decision, make_policy
-from harness.runner import RunAborted, run
+from harness.runner import RunAborted, RunInterrupted, run
 from harness.store import Store, load_episodes
 
 
@@ -109,6 +111,29 @@ def test_wall_clock_timeout_is_recorded(tmp_path):
     timeouts = frame[frame.status == "timeout"]
     assert len(timeouts) >= 1 and not timeouts.success.any()
     assert timeouts.error.str.contains("exceeded 0.2s").all()
+
+
+class _HangsThenSignals:
+    """Every episode hangs; the first one sends this process SIGINT after 0.3 s."""
+
+    id, train_seed, provenance = "hangs", None, {"kind": "test"}
+
+    def __init__(self):
+        self.sent = False
+
+    async def act(self, context):
+        if not self.sent:
+            self.sent = True
+            asyncio.get_running_loop().call_later(0.3, os.kill, os.getpid(), signal.SIGINT)
+        await asyncio.sleep(60)
+
+
+def test_a_signal_during_an_episode_is_an_interruption_not_a_timeout(tmp_path):
+    config = _config(tmp_path, policies=("hangs",), n_tasks=4, eval_seeds=(0,),
+                     episode_timeout_s=30.0, concurrency=2)
+    with pytest.raises(RunInterrupted, match="SIGINT: stopped after 0 episodes"):
+        run(config, policies=[_HangsThenSignals()])
+    assert load_episodes(config.db).empty
 
 
 def test_run_stops_when_error_rate_exceeded_and_keeps_finished(tmp_path):
