@@ -18,14 +18,10 @@ import io
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from harness.core import make_rng
 from harness.records import StepRecord  # noqa: F401 - re-exported type of the env steps
 from tasks.base import StepResult, SuiteBase, TaskSpec, register_suite
 from tasks.frozenlake_random import RandomFrozenLakeSuite

@@ -281,8 +281,6 @@ class Learner:
     # -- one update -----------------------------------------------------------------------
     def update(self, samples: Sequence[TrainSample], *, step: int) -> dict[str, float]:
         """``epochs`` x ``minibatches`` optimizer steps on `samples` (one rollout batch)."""
-        import torch
-
         samples = list(samples)
         if self.algorithm.kl_coef and samples and samples[0].ref_logprobs is None:
             refs = self.reference_logprobs(samples)

@@ -180,7 +180,7 @@ class Trainer:
 
     # -- one update -------------------------------------------------------------------------
     def _rollout(self, step: int) -> RolloutBatch:
-        c, r = self.config, self.config.rollout
+        r = self.config.rollout
         train = self.suite.tasks("train")
         rng = make_rng(self.train_seed, "tasks", step)
         picks = rng.choice(len(train), size=min(r.tasks_per_update, len(train)), replace=False)

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from harness.core import HarnessError, make_rng
 from tasks.base import StepResult
 from tasks.medagentbench.branches import task_record
-from tasks.medagentbench.grading import Case, Grader, TaskDef
+from tasks.medagentbench.grading import Case, TaskDef
 from tasks.medagentbench.protocol import (Finish, Get, get_reply, invalid_reply,
                                           outside_base_reply, parse_action, post_reply,
                                           render_prompt)
@@ -100,12 +100,9 @@ class MedAgentBenchEnv(EpisodeOnServer):
     conversation state), `oracle_action()`.
     """
 
-    def __init__(self, task: TaskDef, *, suite_id: str, grader: Grader, oracle: Oracle,
-                 backend: Callable[[], Any], functions: list[dict[str, Any]], api_base: str,
-                 max_steps: int = MAX_STEPS):
-        super().__init__(task, suite_id=suite_id, grader=grader, oracle=oracle,
-                         backend=backend, functions=functions, api_base=api_base,
-                         max_steps=max_steps)
+    def __init__(self, task: TaskDef, **episode: Any):
+        """`episode`: `EpisodeOnServer`'s keywords (the grader a `Grader`)."""
+        super().__init__(task, **episode)
         self._store: Any = None
 
     # -- Env contract ------------------------------------------------------------------------

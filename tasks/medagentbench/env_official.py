@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 from harness.core import HarnessError, make_rng
 from tasks.base import StepResult
 from tasks.medagentbench.branches import task_record
-from tasks.medagentbench.env import EpisodeOnServer, Exchange, Oracle
-from tasks.medagentbench.graders_refsol import RefsolGrader
+from tasks.medagentbench.env import EpisodeOnServer, Exchange
 from tasks.medagentbench.grading import Case, TaskDef
-from tasks.medagentbench.official_protocol import (ENDED_INVALID, FORMAT_SUFFIX, MAX_ROUNDS,
-                                                   Turn, classify, get_reply, post_reply,
-                                                   unreachable_reply)
+from tasks.medagentbench.official_protocol import (ENDED_INVALID, FORMAT_SUFFIX, Turn, classify,
+                                                   get_reply, post_reply, unreachable_reply)
 from tasks.medagentbench.protocol import render_prompt
 
 
@@ -38,12 +35,9 @@ class OfficialProtocolEnv(EpisodeOnServer):
 
     ends_on_invalid = True
 
-    def __init__(self, task: TaskDef, *, suite_id: str, grader: RefsolGrader, oracle: Oracle,
-                 backend: Callable[[], Any], functions: list[dict[str, Any]], api_base: str,
-                 max_steps: int = MAX_ROUNDS):
-        super().__init__(task, suite_id=suite_id, grader=grader, oracle=oracle,
-                         backend=backend, functions=functions, api_base=api_base,
-                         max_steps=max_steps)
+    def __init__(self, task: TaskDef, **episode: Any):
+        """`episode`: `EpisodeOnServer`'s keywords (the grader a `RefsolGrader`)."""
+        super().__init__(task, **episode)
         self._turns: list[Turn] = []
 
     # -- Env contract ------------------------------------------------------------------------

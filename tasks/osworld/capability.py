@@ -143,7 +143,7 @@ def _getter_problem(config: Mapping[str, Any]) -> tuple[str, str] | None:
     if kind not in ON_DISK_GETTERS:
         return "live GUI state", f"getter {kind!r} reads live GUI/app state"
     if kind in {"vm_command_line", "vm_command_error"}:
-        problem = _command_problem(config.get("command", ""), f"getter command")
+        problem = _command_problem(config.get("command", ""), "getter command")
         if problem:
             return problem
     problem = function_problem("getters", f"get_{kind}")

@@ -18,7 +18,6 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 __all__ = ["swebench_report"]

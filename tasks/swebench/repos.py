@@ -93,7 +93,7 @@ def checkout(repo: str, commit: str, mirrors: str | None = None) -> Path:
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     _git("init", "--quiet", cwd=staging)
-    missing = _copy_commit(source, commit, staging)
+    _copy_commit(source, commit, staging)  # what the mirror lacks: .git/harness-missing-files
     _git("config", "user.email", "harness@localhost", cwd=staging)
     _git("config", "user.name", "harness", cwd=staging)
     staging.rename(target)

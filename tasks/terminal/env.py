@@ -22,7 +22,6 @@ import io
 import subprocess
 import tarfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tasks.base import StepResult
