@@ -41,6 +41,9 @@ class ValidationRow:
     gold_test_s: float
     empty_test_s: float
     reason: str = ""
+    env_notes: tuple[str, ...] = ()
+    """Where the environment departs from the official image (dropped requirements, steps
+    not run, the era packages were resolved in)."""
 
     @property
     def reproduced(self) -> bool:
@@ -113,14 +116,16 @@ def validate(instances: Sequence[Instance], backend: object, *,
         rows.append(ValidationRow(
             instance.instance_id, instance.repo, instance.version, gold.verdict.resolved,
             not empty.verdict.resolved, build_s, not fresh, gold.test_s, empty.test_s,
-            _reason(gold, empty, _missing_files(backend, instance))))
+            _reason(gold, empty, _missing_files(backend, instance)),
+            tuple(getattr(env, "notes", ()))))
         say(f"{instance.instance_id}: gold {'resolves' if gold.verdict.resolved else 'FAILS'}, "
             f"empty {'fails' if not empty.verdict.resolved else 'RESOLVES'}")
     return rows
 
 
 def validation_lines(rows: Sequence[ValidationRow]) -> list[str]:
-    """A Markdown table and a one-line summary."""
+    """A Markdown table, a one-line summary, and each environment's notes (once per
+    repository and version)."""
     lines = ["| instance | version | gold resolves | empty fails | env build s | gold test s "
              "| empty test s | why not |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -131,6 +136,15 @@ def validation_lines(rows: Sequence[ValidationRow]) -> list[str]:
     good = sum(r.reproduced for r in rows)
     lines.append(f"\n{good} of {len(rows)} instances reproduced here (gold resolves and the "
                  f"empty patch fails); {len(rows) - good} not")
+    noted: dict[tuple[str, str], tuple[str, ...]] = {}
+    for r in rows:
+        if r.env_notes:
+            noted.setdefault((r.repo, r.version), r.env_notes)
+    if noted:
+        lines.append("\nEnvironment notes (where an environment departs from the official "
+                     "image):")
+        lines += [f"- {repo} {version}: {note}" for (repo, version), notes in noted.items()
+                  for note in notes]
     return lines
 
 
