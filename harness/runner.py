@@ -46,7 +46,8 @@ from harness.episodes import (EpisodeTally, episode_context, env_seed, failed_re
 from harness.policies import Policy, make_policy
 from harness.policies.model import apply_suite_scaffolds
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
-from harness.store import EpisodeWriter, Store
+from harness.episode_writer import EpisodeWriter
+from harness.store import Store
 from tasks import get_suite
 from tasks.base import Suite, TaskSpec
 

@@ -50,7 +50,8 @@ from harness.policies.model import apply_suite_scaffolds
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 from harness.runner import (MIN_EPISODES_FOR_ERROR_RATE, EpisodeJob, RunAborted, RunSummary,
                             plan_jobs, provenance, run_episode)
-from harness.store import EpisodeWriter, Store, TableSet
+from harness.episode_writer import EpisodeWriter
+from harness.store import Store, TableSet
 from tasks import get_suite
 from tasks.base import Suite, TaskSpec
 

@@ -8,7 +8,7 @@ import pytest
 
 from harness.core import ConfigError, HarnessError
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
-from harness.store import EPISODE_COLUMNS, SCHEMA_VERSION, EpisodeWriter, Store, export_episodes, load_episodes
+from harness.store import EPISODE_COLUMNS, SCHEMA_VERSION, Store, export_episodes, load_episodes
 
 
 def _episode(task="t1", seed=0, sample=0, status="ok", success=True, train_seed=None):
@@ -101,28 +101,6 @@ def test_filters(store):
     assert list(store.load_episodes(run_id="run-2").task_id) == ["b"]
     assert len(store.load_episodes(run_id=["run-1", "run-2"])) == 2
     assert store.load_episodes(policy="oracle").empty
-
-
-def test_writer_thread_commits_everything(tmp_path):
-    path = tmp_path / "t.db"
-    with Store(path) as store:
-        store.begin_run("r", {}, {})
-    with EpisodeWriter(path) as writer:
-        for i in range(300):
-            writer.submit("r", _episode(f"t{i:03d}"), STEPS)
-    frame = load_episodes(path)
-    assert len(frame) == 300 and frame.task_id.is_unique
-
-
-def test_writer_reports_a_failed_write(tmp_path):
-    path = tmp_path / "t.db"
-    with Store(path) as store:
-        store.begin_run("r", {}, {})
-    writer = EpisodeWriter(path)
-    writer.submit("r", _episode("x"), ())
-    writer.submit("r", _episode("x"), ())  # duplicate key
-    with pytest.raises(HarnessError, match="writing to"):
-        writer.close()
 
 
 def test_export_csv_and_parquet(store, tmp_path):
