@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.records import StepRecord  # noqa: F401 - re-exported type of the env steps
 from tasks.base import StepResult, SuiteBase, TaskSpec, register_suite
+from tasks.frozenlake import parse_action as parse_move
 from tasks.frozenlake_random import RandomFrozenLakeSuite
 
 __all__ = ["BENCH_SUITE", "first_move_reward", "FirstMoveSuite", "TrainBench",
@@ -58,7 +59,8 @@ class _FirstMoveEnv:
 
     def step(self, action: str) -> StepResult:
         reward = first_move_reward(action, self._oracle)
-        info = {"won": reward == 1.0, "score": reward, "invalid": False}
+        line = next((part for part in action.splitlines() if part.strip()), "")
+        info = {"won": reward == 1.0, "score": reward, "invalid": parse_move(line) is None}
         return StepResult("", reward, True, False, info)
 
 

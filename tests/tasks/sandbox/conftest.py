@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -41,9 +42,25 @@ def host_processes_of(uid: int = AGENT_UID) -> list[int]:
     return pids
 
 
-def assert_no_agent_processes() -> None:
-    """Nothing the agent started is still running on the host."""
-    assert host_processes_of() == [], "agent processes outlived their command"
+def _root_is(pid: int, marker: str) -> tuple[bool, bool]:
+    """(whether process `pid` sees `marker` in its root, whether its root is the host's)."""
+    root = Path(f"/proc/{pid}/root")
+    try:
+        same_as_host = os.path.samestat(os.stat(root), os.stat("/"))
+        return (root / marker.lstrip("/")).exists(), same_as_host
+    except OSError:  # it exited meanwhile
+        return False, False
+
+
+def assert_no_agent_processes(box: Sandbox) -> None:
+    """Nothing the agent started in `box` is still running on the host: no agent-uid process
+    whose root is `box`'s root filesystem (found by a marker file written there now) or the
+    host's own. Agent processes of other sandboxes (other tests running at the same time in
+    another worker) are not this test's."""
+    marker = f"/etc/escape-check-{uuid.uuid4().hex}"
+    box.write_file(marker, "")
+    left = [pid for pid in host_processes_of() if any(_root_is(pid, marker))]
+    assert left == [], "agent processes outlived their command"
 
 
 __all__ = ["assert_no_agent_processes", "host_processes_of", "os"]

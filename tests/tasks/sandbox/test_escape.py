@@ -63,7 +63,7 @@ def test_fork_bomb_is_bounded_and_leaves_nothing(base_rootfs):
         result = box.run("bomb() { bomb | bomb & }; bomb; sleep 2; echo survived", timeout_s=5)
         assert time.perf_counter() - started < 15
         assert result.status in ("timeout", "ok", "failed")
-        assert_no_agent_processes()
+        assert_no_agent_processes(box)
         assert box.run("echo still usable").output == "still usable\n"
     assert subprocess.run(["true"]).returncode == 0  # the host can still fork
 
@@ -93,10 +93,10 @@ def test_sleeping_forever_in_background_or_foreground_leaves_nothing(sandbox):
     result = sandbox.run("(sleep 1000 &) ; setsid nohup sleep 1000 >/dev/null 2>&1 & "
                          "echo started")
     assert result.status == "ok" and result.output == "started\n"
-    assert_no_agent_processes()
+    assert_no_agent_processes(sandbox)
     result = sandbox.run("sleep infinity", timeout_s=1)
     assert result.status == "timeout"
-    assert_no_agent_processes()
+    assert_no_agent_processes(sandbox)
 
 
 def test_setuid_binaries_give_no_privilege(sandbox):
@@ -125,7 +125,7 @@ def test_killing_the_parent_and_everything_visible(sandbox):
     finally:
         host_sleeper.kill()
         host_sleeper.wait()
-    assert_no_agent_processes()
+    assert_no_agent_processes(sandbox)
 
 
 def test_huge_outputs_are_cut_to_the_limit(base_rootfs):
@@ -153,3 +153,23 @@ def test_no_new_mounts_or_device_access(sandbox, user):
                          user=user)
     assert "rc=0" not in result.output
     assert "sda" not in result.output and "vda" not in result.output
+
+
+def test_the_leak_check_sees_this_sandboxs_processes_and_no_other_sandboxs(base_rootfs):
+    """Self-test of `assert_no_agent_processes`: a command still running in the box fails
+    it; one running in another box (another test, at the same time) does not."""
+    import threading
+
+    with Sandbox(base_rootfs) as box, Sandbox(base_rootfs) as other:
+        runner = threading.Thread(target=other.run, args=("sleep 4",), kwargs={"timeout_s": 20})
+        runner.start()
+        time.sleep(1.0)
+        assert_no_agent_processes(box)  # the other box's sleep is not this box's
+        mine = threading.Thread(target=box.run, args=("sleep 4",), kwargs={"timeout_s": 20})
+        mine.start()
+        time.sleep(1.0)
+        with pytest.raises(AssertionError, match="outlived"):
+            assert_no_agent_processes(box)
+        mine.join()
+        runner.join()
+        assert_no_agent_processes(box)

@@ -32,7 +32,7 @@ def test_wall_clock_limit_kills_the_command_quickly(sandbox):
     assert result.timed_out and result.exit_code is None and result.status == "timeout"
     assert result.output == "before\n"
     assert time.perf_counter() - started < 5
-    assert_no_agent_processes()
+    assert_no_agent_processes(sandbox)
 
 
 def test_output_keeps_head_and_tail_and_states_the_cut(base_rootfs):
