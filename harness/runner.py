@@ -199,6 +199,31 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
     return record, steps
 
 
+async def play_within(job: EpisodeJob, *, timeout_s: float, max_steps: int | None = None,
+                      executor: Executor | None = None, pacer: Pacer | None = None
+                      ) -> tuple[EpisodeRecord, list[StepRecord]]:
+    """`run_episode` within `timeout_s` seconds of wall clock, never raising for the episode's
+    own sake: an exception becomes an ``error`` record (with its traceback), running past the
+    limit a ``timeout`` record, both without steps. Any other cancellation (a signal's)
+    propagates. The local runner's workers and the Ray executor's both play through this."""
+    started, loop = time.perf_counter(), asyncio.get_running_loop()
+    limit = _Deadline(loop, loop.time() + timeout_s)
+    try:
+        return await run_episode(job, max_steps=max_steps, executor=executor,
+                                 deadline=limit.handle.when(), pacer=pacer)
+    except asyncio.CancelledError:
+        if not limit.timed_out():
+            raise
+        status, error = "timeout", f"episode exceeded {timeout_s}s"
+    except TimeoutError:
+        status, error = "timeout", f"episode exceeded {timeout_s}s"
+    except Exception:  # noqa: BLE001 - stored with its traceback, never a success
+        status, error = "error", traceback.format_exc()
+    finally:
+        limit.handle.cancel()
+    return _failed(job, status, error, time.perf_counter() - started), []
+
+
 def _last_line(text: str | None) -> str:
     lines = (text or "").strip().splitlines()
     return lines[-1] if lines else ""
@@ -355,28 +380,9 @@ async def run_async(config: RunConfig, *, store: Store,
     async def worker() -> None:
         while not queue.empty():
             job = queue.get_nowait()
-            t0 = time.perf_counter()
-            timeout = config.episode_timeout_s
-            limit = _Deadline(loop, loop.time() + timeout)
-            timed_out = False
-            try:
-                record, steps = await run_episode(job, max_steps=config.max_steps,
-                                                  executor=executor,
-                                                  deadline=limit.handle.when(), pacer=pacer)
-            except asyncio.CancelledError:
-                if not limit.timed_out():
-                    raise
-                timed_out = True
-            except TimeoutError:
-                timed_out = True
-            except Exception:  # noqa: BLE001 - stored with its traceback, never a success
-                record, steps = _failed(job, "error", traceback.format_exc(),
-                                        time.perf_counter() - t0), []
-            finally:
-                limit.handle.cancel()
-            if timed_out:
-                record, steps = _failed(job, "timeout", f"episode exceeded {timeout}s",
-                                        time.perf_counter() - t0), []
+            record, steps = await play_within(job, timeout_s=config.episode_timeout_s,
+                                              max_steps=config.max_steps, executor=executor,
+                                              pacer=pacer)
             writer.submit(run_id, record, steps)
             counts["played"] += 1
             if record.status != "ok":

@@ -44,8 +44,9 @@ SCHEMA_VERSION = 3
 ``meta.schema_version``. Each `TableSet` of a subsystem has its own version
 (``meta.tables:NAME``)."""
 READABLE_VERSIONS = (2, 3)
-BUSY_TIMEOUT_S = 30.0  # how long a statement waits for another connection's lock
 """Core versions a read-only store can read without upgrading (same episode tables)."""
+BUSY_TIMEOUT_S = 30.0
+"""How long a statement (and the switch to WAL) waits for another connection's lock."""
 DEFAULT_DB = Path("results") / "harness.db"
 
 _CORE_SCHEMA = """
@@ -397,7 +398,7 @@ def _enable_wal(db: sqlite3.Connection, *, wait_s: float = BUSY_TIMEOUT_S) -> No
             db.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
+            if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 raise
             if time.monotonic() + pause > deadline:
                 raise

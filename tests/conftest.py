@@ -40,6 +40,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     alone at the end (on a loaded machine the learning test, collected late, once ran alone
     for its last 15 minutes)."""
     order = {id(item): n for n, item in enumerate(items)}
-    items.sort(key=lambda item: (item.get_closest_marker("slow") is None,
-                                 -_timeout_s(item) if item.get_closest_marker("slow") else 0,
-                                 order[id(item)]))
+
+    def key(item: pytest.Item) -> tuple[bool, float, int]:
+        slow = item.get_closest_marker("slow") is not None
+        return not slow, -_timeout_s(item) if slow else 0.0, order[id(item)]
+
+    items.sort(key=key)

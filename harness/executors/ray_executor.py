@@ -14,7 +14,7 @@ reserving the suite's declared resources and reusing its Env across a task's epi
 Live policy objects (``policies=``, as `harness audit` passes them) travel pickled.
 
 A worker builds each suite and policy from its name once per process and plays the episode
-with the runner's `run_episode` (same seeds, same record); an exception inside an episode is
+with the runner's `play_within` (same seeds, same record); an exception inside an episode is
 an ``error`` record and a deadline overrun a ``timeout`` record, as locally. A task lost with
 its worker or node (a Ray system error, not an episode's exception) is submitted again, at
 most `ExecutorSpec.max_retries` more times, then stored as an ``error``. The store's
@@ -31,7 +31,6 @@ import logging
 import os
 import sys
 import time
-import traceback
 import zlib
 from collections import deque
 from collections.abc import Callable
@@ -49,7 +48,7 @@ from harness.policies import Policy, make_policy
 from harness.policies.model import apply_suite_scaffolds
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 from harness.runner import (MIN_EPISODES_FOR_ERROR_RATE, EpisodeJob, RunAborted, RunSummary,
-                            plan_jobs, provenance, run_episode)
+                            plan_jobs, play_within, provenance)
 from harness.episode_writer import EpisodeWriter
 from harness.store import Store, TableSet
 from tasks import get_suite
@@ -103,23 +102,6 @@ def _task_spec(suite: Suite, split: str, task_id: str) -> TaskSpec:
     return tasks[task_id]
 
 
-async def _play(job: EpisodeJob, timeout_s: float, max_steps: int | None
-                ) -> tuple[EpisodeRecord, list[StepRecord]]:
-    started = time.perf_counter()
-    loop = asyncio.get_running_loop()
-    try:
-        async with asyncio.timeout(timeout_s):
-            return await run_episode(job, max_steps=max_steps,
-                                     deadline=loop.time() + timeout_s)
-    except TimeoutError:
-        status, error = "timeout", f"episode exceeded {timeout_s}s"
-    except Exception:  # noqa: BLE001 - stored with its traceback, never a success
-        status, error = "error", traceback.format_exc()
-    policy = job.policy
-    return failed_record(job.key, job.task, status, error, time.perf_counter() - started,
-                         train_seed=policy.train_seed, provenance=policy.provenance), []
-
-
 def play_episode(task: EpisodeTask, suite: Suite | None = None, policy: Policy | None = None
                  ) -> tuple[EpisodeRecord, list[StepRecord], str]:
     """Play one episode where this runs (a Ray worker): ``(record, steps, node id)``.
@@ -133,7 +115,8 @@ def play_episode(task: EpisodeTask, suite: Suite | None = None, policy: Policy |
     apply_suite_scaffolds([policy], [suite])  # as the driver did (run_on_ray)
     job = EpisodeJob(policy, suite, _task_spec(suite, task.split, task.task_id),
                      task.eval_seed, task.sample)
-    record, steps = asyncio.run(_play(job, task.timeout_s, task.max_steps))
+    record, steps = asyncio.run(play_within(job, timeout_s=task.timeout_s,
+                                                  max_steps=task.max_steps))
     node = ray.get_runtime_context().get_node_id() if ray.is_initialized() else ""
     return record, steps, node
 

@@ -33,10 +33,15 @@ __all__ = ["BENCH_SUITE", "first_move_reward", "FirstMoveSuite", "TrainBench",
 BENCH_SUITE = "bench-frozenlake-first-move"
 
 
+def _first_line(reply: str) -> str:
+    """The reply's first non-blank line, stripped ("" when there is none)."""
+    return next((part.strip() for part in reply.splitlines() if part.strip()), "")
+
+
 def first_move_reward(reply: str, oracle: str) -> float:
     """1.0 for the oracle's first move; otherwise half the share of ASCII letters among the
     reply's first line's characters (a dense reward, so groups rarely tie)."""
-    line = next((part.strip() for part in reply.splitlines() if part.strip()), "")
+    line = _first_line(reply)
     if line.lower() == oracle.lower():
         return 1.0
     if not line:
@@ -59,8 +64,8 @@ class _FirstMoveEnv:
 
     def step(self, action: str) -> StepResult:
         reward = first_move_reward(action, self._oracle)
-        line = next((part for part in action.splitlines() if part.strip()), "")
-        info = {"won": reward == 1.0, "score": reward, "invalid": parse_move(line) is None}
+        invalid = parse_move(_first_line(action)) is None  # its first line names no move
+        info = {"won": reward == 1.0, "score": reward, "invalid": invalid}
         return StepResult("", reward, True, False, info)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.train.bench import TrainBench, bench_train, first_move_reward, train_report
+from harness.train.bench import (FirstMoveSuite, TrainBench, bench_train, first_move_reward,
+                                 train_report)
 
 
 def test_first_move_reward_hand_cases():
@@ -17,6 +18,18 @@ def test_first_move_reward_hand_cases():
 
 
 @pytest.mark.slow
+def test_a_reply_is_invalid_when_its_first_line_names_no_move():
+    suite = FirstMoveSuite()
+    task = suite.tasks("train")[0].id
+    verdicts = {}
+    for reply in ("Left", "\n  up  \nthen more", "go left", "", "Left Down"):
+        env = suite.make_env(task)
+        env.reset(seed=0)
+        verdicts[reply] = env.step(reply).info["invalid"]
+    assert verdicts == {"Left": False, "\n  up  \nthen more": False, "go left": True,
+                        "": True, "Left Down": True}
+
+
 def test_bench_runs_trl_and_the_backend_on_the_same_work(monkeypatch):
     result = bench_train(prompts=2, group=2, updates=2, max_new_tokens=4)
     assert isinstance(result, TrainBench)

@@ -42,24 +42,26 @@ def host_processes_of(uid: int = AGENT_UID) -> list[int]:
     return pids
 
 
-def _root_is(pid: int, marker: str) -> tuple[bool, bool]:
-    """(whether process `pid` sees `marker` in its root, whether its root is the host's)."""
-    root = Path(f"/proc/{pid}/root")
+def _in_box_or_loose(pid: int, marker: str) -> bool:
+    """Whether process `pid` sees `marker` in its root (it runs in the box that holds it) or
+    runs in the host's own pid namespace (it is loose on the host). Confined processes of
+    other boxes, or of a host-side build under bwrap, are in neither."""
+    proc = Path(f"/proc/{pid}")
     try:
-        same_as_host = os.path.samestat(os.stat(root), os.stat("/"))
-        return (root / marker.lstrip("/")).exists(), same_as_host
+        loose = os.readlink(proc / "ns" / "pid") == os.readlink("/proc/self/ns/pid")
+        return loose or (proc / "root" / marker.lstrip("/")).exists()
     except OSError:  # it exited meanwhile
-        return False, False
+        return False
 
 
 def assert_no_agent_processes(box: Sandbox) -> None:
     """Nothing the agent started in `box` is still running on the host: no agent-uid process
-    whose root is `box`'s root filesystem (found by a marker file written there now) or the
-    host's own. Agent processes of other sandboxes (other tests running at the same time in
-    another worker) are not this test's."""
+    in `box` (found by a marker file written into its root now) or loose in the host's pid
+    namespace. Agent-uid processes confined elsewhere (another test's sandbox in another
+    worker, a SWE-bench host build) are not this test's."""
     marker = f"/etc/escape-check-{uuid.uuid4().hex}"
     box.write_file(marker, "")
-    left = [pid for pid in host_processes_of() if any(_root_is(pid, marker))]
+    left = [pid for pid in host_processes_of() if _in_box_or_loose(pid, marker)]
     assert left == [], "agent processes outlived their command"
 
 

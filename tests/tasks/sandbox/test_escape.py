@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.sandbox import Limits, Sandbox
+from tasks.sandbox import AGENT_UID, Limits, Sandbox
 from tests.tasks.sandbox.conftest import assert_no_agent_processes
 
 
@@ -157,7 +157,8 @@ def test_no_new_mounts_or_device_access(sandbox, user):
 
 def test_the_leak_check_sees_this_sandboxs_processes_and_no_other_sandboxs(base_rootfs):
     """Self-test of `assert_no_agent_processes`: a command still running in the box fails
-    it; one running in another box (another test, at the same time) does not."""
+    it, and so does an agent-uid process loose on the host; one running in another box
+    (another test, at the same time) does not."""
     import threading
 
     with Sandbox(base_rootfs) as box, Sandbox(base_rootfs) as other:
@@ -173,3 +174,12 @@ def test_the_leak_check_sees_this_sandboxs_processes_and_no_other_sandboxs(base_
         mine.join()
         runner.join()
         assert_no_agent_processes(box)
+        loose = subprocess.Popen(["setpriv", f"--reuid={AGENT_UID}", f"--regid={AGENT_UID}",
+                                  "--clear-groups", "sleep", "30"])  # as if it had escaped
+        try:
+            time.sleep(0.5)
+            with pytest.raises(AssertionError, match="outlived"):
+                assert_no_agent_processes(box)
+        finally:
+            loose.kill()
+            loose.wait()
