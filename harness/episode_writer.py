@@ -1,97 +1,174 @@
-"""The episode writer: finished episodes go to the store from a background thread, so the
-event loop that plays them never waits on SQLite (`harness.runner` and the Ray executor's
-driver use it)."""
+"""The episode writer: finished episodes go to the store through a separate process
+(`harness.writer_process`), so the event loop that plays them never waits on SQLite and never
+shares the interpreter lock with the code that commits them (`harness.runner` and the Ray
+executor's driver use it).
+
+A writer thread in this process would have to take the interpreter lock back after every
+SQLite call; while episodes play, each such take waits for the event loop to be forced off
+it. With a process, the loop's only costs are making each episode's rows and one pipe write
+per batch.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import os
-import queue
-import threading
-import time
+import pickle
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.core import HarnessError
 from harness.records import EpisodeRecord, StepRecord
-from harness.store import Store, episode_rows
+from harness.store import episode_rows
+from harness.writer_process import FRAME_HEADER
 
 GATHER_S = 0.005
-"""How long the writer lets finished episodes gather before it commits them together."""
+"""Longest a finished episode waits in this process before it is sent (inside an event loop;
+without one every episode is sent at once)."""
+FLUSH_BYTES = 1 << 18
+"""Pending step text that is sent at once rather than after `GATHER_S`."""
+PIPE_BYTES = 1 << 20
+"""Pipe capacity asked for (Linux), so a batch never waits for the process to read."""
+
+_CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); "
+          "from harness.writer_process import main; main(sys.argv[2:])")
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])  # the folder holding `harness`
 
 
 class EpisodeWriter:
-    """Writes finished episodes from a background thread so that the event loop never waits
-    on SQLite. Episodes queued while a transaction is in progress are committed together in
-    the next one (group commit); nothing is held back on purpose, so an interruption loses
-    at most the episodes whose commit was in flight.
+    """Commits submitted episodes to the results database at `path` (which must exist with
+    the store's tables) from a separate process. Episodes are sent in batches, at most
+    `GATHER_S` after they finish; the process commits each batch as it arrives, so an
+    interruption loses at most the episodes of the last few milliseconds, and never half of
+    one. A signal meant for the run does not reach the process (its own session), and if
+    this process dies, the writer still commits everything it was sent.
 
-    Use as a context manager around a run; `submit` re-raises a failed write.
+    Use as a context manager around a run: leaving it sends what is pending and waits until
+    every submitted episode is committed. A failed write raises `HarnessError`, from the next
+    `submit` or from `close`.
     """
 
-    def __init__(self, path: str | os.PathLike, *, replace: bool = False, batch: int = 256):
-        self._path, self._replace, self._batch = Path(path), replace, batch
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._error: BaseException | None = None
-        self._closing = False
-        # opened here, so that a database the writer cannot open fails the run at its start
-        self._store = Store(self._path, check_same_thread=False)
-        self._thread = threading.Thread(target=self._loop, name="episode-writer", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        store = self._store
+    def __init__(self, path: str | os.PathLike, *, replace: bool = False):
+        self._path = Path(path)
+        self._pending: list[tuple[tuple, tuple]] = []
+        self._pending_bytes = 0
+        self._submitted = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._error: HarnessError | None = None
+        self._closed = False
         try:
-            while True:
-                item = self._queue.get()
-                if item is None:
-                    return
-                batch = [item]
-                # let a burst gather: one wake-up per batch rather than per episode keeps the
-                # writer off the interpreter lock the event loop needs; once the run is
-                # closing nothing more is coming, and what is queued is committed at once
-                if not self._closing:
-                    time.sleep(GATHER_S)
-                while len(batch) < self._batch:
-                    try:
-                        item = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if item is None:
-                        self._queue.put(None)
-                        break
-                    batch.append(item)
-                if self._error is None:
-                    try:
-                        store.write_rows(batch, replace=self._replace)
-                    except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-                        self._error = exc
-        finally:
-            store.close()
-
-    def _check(self) -> None:
-        if isinstance(self._error, HarnessError):  # already names the database
-            raise HarnessError(f"storing episodes failed: {self._error}") from self._error
-        if self._error is not None:
-            raise HarnessError(f"writing to {self._path} failed: {self._error}") from self._error
+            self._process = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _CHILD, _PACKAGE_ROOT, str(self._path),
+                 "replace" if replace else "insert"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        except OSError as exc:
+            raise HarnessError(f"cannot start the episode writer for {self._path}: "
+                               f"{exc.strerror or exc}") from None
+        self._fd = self._process.stdin.fileno()
+        if hasattr(fcntl, "F_SETPIPE_SZ"):
+            try:
+                fcntl.fcntl(self._fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+            except OSError:  # above the system's limit: the default size works, more slowly
+                pass
 
     def submit(self, run_id: str, episode: EpisodeRecord, steps: Sequence[StepRecord]) -> None:
-        """Queue one episode. Its rows are made here, on the caller's thread (a JSON text
-        instead of thousands of live step objects waiting in the queue): the writer thread
-        then only runs SQLite, which lets go of the interpreter lock."""
-        self._check()
-        self._queue.put(episode_rows(run_id, episode, steps))
+        """Queue one episode. Its rows are made here (a JSON text instead of live step
+        objects); they are sent with the others that finish within `GATHER_S`."""
+        if self._error is not None:
+            raise self._error
+        rows = episode_rows(run_id, episode, steps)
+        self._pending.append((rows.episode, rows.trajectory))
+        self._pending_bytes += len(rows.trajectory[-1])
+        self._submitted += 1
+        if self._pending_bytes >= FLUSH_BYTES:
+            self.flush()
+        elif self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no event loop to send it later: now
+                self.flush()
+                return
+            self._timer = loop.call_later(GATHER_S, self._flush_later)
+
+    def flush(self) -> None:
+        """Send every pending episode to the process now."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._pending or self._error is not None:
+            return
+        payload = pickle.dumps(self._pending, pickle.HIGHEST_PROTOCOL)
+        self._pending, self._pending_bytes = [], 0
+        try:
+            _write_all(self._fd, FRAME_HEADER.pack(len(payload)), payload)
+        except OSError as exc:  # the process has ended: its report says why
+            self._error = self._failure(self._read_report(), f"cannot send episodes: {exc}")
+            raise self._error from None
+
+    def _flush_later(self) -> None:
+        self._timer = None
+        try:
+            self.flush()
+        except HarnessError:  # kept in self._error: the next submit or close raises it
+            pass
 
     def close(self) -> None:
-        """Wait until every submitted episode is committed."""
-        if self._thread.is_alive():
-            self._closing = True
-            self._queue.put(None)
-            self._thread.join()
-        self._check()
+        """Send what is pending and wait until every submitted episode is committed."""
+        if not self._closed:
+            self._closed = True
+            try:
+                self.flush()
+            except HarnessError:
+                pass
+            finally:
+                self._process.stdin.close()  # end of input: commit, report, exit
+                report = self._read_report()
+            if self._error is None:
+                self._error = self._check(report)
+        if self._error is not None:
+            raise self._error
+
+    def _read_report(self) -> str:
+        """What the process wrote before it exited (its last line is the report)."""
+        if self._process.stdout.closed:
+            return ""
+        text = self._process.stdout.read().decode(errors="replace")
+        self._process.stdout.close()
+        self._process.wait()
+        return text
+
+    def _check(self, report: str) -> HarnessError | None:
+        last = report.strip().splitlines()[-1] if report.strip() else ""
+        if last == f"ok {self._submitted}":
+            return None
+        if last.startswith("ok "):
+            return HarnessError(f"writing to {self._path} failed: {last[3:]} of "
+                                f"{self._submitted} episodes were committed")
+        return self._failure(report, f"the writer process exited with status "
+                                     f"{self._process.returncode}")
+
+    def _failure(self, report: str, otherwise: str) -> HarnessError:
+        last = report.strip().splitlines()[-1] if report.strip() else ""
+        reason = last[len("error "):] if last.startswith("error ") else (last or otherwise)
+        return HarnessError(f"writing to {self._path} failed: {reason}")
 
     def __enter__(self) -> EpisodeWriter:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _write_all(fd: int, header: bytes, payload: bytes) -> None:
+    """Write `header` then `payload` to `fd`, however many calls the pipe needs."""
+    written = os.writev(fd, [header, payload])
+    total = len(header) + len(payload)
+    if written < total:
+        rest = memoryview(header + payload)[written:]
+        while rest:
+            rest = rest[os.write(fd, rest):]

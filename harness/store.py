@@ -28,16 +28,17 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import orjson
 import pandas as pd
 
 from harness.core import ConfigError, HarnessError
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
+from harness.sqlite_batch import BUSY_TIMEOUT_S, in_transaction, write_episode_rows
 
 SCHEMA_VERSION = 3
 """Version of the core tables (``meta``, ``runs``, ``episodes``, ``trajectories``), stored as
@@ -45,8 +46,6 @@ SCHEMA_VERSION = 3
 (``meta.tables:NAME``)."""
 READABLE_VERSIONS = (2, 3)
 """Core versions a read-only store can read without upgrading (same episode tables)."""
-BUSY_TIMEOUT_S = 30.0
-"""How long a statement (and the switch to WAL) waits for another connection's lock."""
 DEFAULT_DB = Path("results") / "harness.db"
 
 _CORE_SCHEMA = """
@@ -170,7 +169,7 @@ class Store:
         db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000:.0f}")  # first: others wait
         _enable_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")
-        _in_transaction(db, lambda: self._upgrade(db))
+        in_transaction(db, lambda: self._upgrade(db))
         return db
 
     def _version(self, db: sqlite3.Connection) -> int | None:
@@ -235,7 +234,7 @@ class Store:
                 db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                            (tables.meta_key, str(tables.version)))
 
-            _in_transaction(db, upgrade)
+            in_transaction(db, upgrade)
         self._ready.add(tables.name)
         return db
 
@@ -278,7 +277,7 @@ class Store:
                         provenance.get("host"), time.time()))
             return True
 
-        return _in_transaction(db, begin)
+        return in_transaction(db, begin)
 
     @reported
     def runs(self) -> pd.DataFrame:
@@ -316,14 +315,8 @@ class Store:
     @reported
     def write_rows(self, rows: Sequence[EpisodeRows], *, replace: bool = False) -> None:
         """Store episodes already turned into rows (`episode_rows`) in one transaction."""
-        verb = "INSERT OR REPLACE" if replace else "INSERT"
-        db = self._db
-
-        def write() -> None:
-            _insert_rows(db, f"{verb} INTO episodes", [row.episode for row in rows])
-            _insert_rows(db, f"{verb} INTO trajectories", [row.trajectory for row in rows])
-
-        _in_transaction(db, write)
+        write_episode_rows(self._db, [row.episode for row in rows],
+                           [row.trajectory for row in rows], replace=replace)
 
     @reported
     def load_episodes(self, *, run_id: str | Sequence[str] | None = None,
@@ -385,9 +378,6 @@ class Store:
                                 "run_id=?", (run_id,)).fetchone()[0]
 
 
-_T = TypeVar("_T")
-
-
 def _enable_wal(db: sqlite3.Connection, *, wait_s: float = BUSY_TIMEOUT_S) -> None:
     """Switch to WAL mode. Switching needs an exclusive lock, and SQLite answers "database
     is locked" at once, without its busy handler, when another connection holds one (several
@@ -406,21 +396,6 @@ def _enable_wal(db: sqlite3.Connection, *, wait_s: float = BUSY_TIMEOUT_S) -> No
         pause = min(2 * pause, 0.05)
 
 
-def _in_transaction(db: sqlite3.Connection, body: Callable[[], _T]) -> _T:
-    """Run `body` in one ``BEGIN IMMEDIATE`` transaction (the write lock taken up front, so
-    two writers never both read then write). SQLite rolls a transaction back by itself after
-    some errors (a full disk): the original error propagates, never "cannot rollback"."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        result = body()
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
-    return result
-
-
 def _statements(script: str) -> list[str]:
     """The statements of an SQL script without triggers or string literals holding ';'."""
     text = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("--"))
@@ -431,26 +406,6 @@ def encode_json(value: Any) -> str:
     """JSON text of a value (orjson, numpy arrays and scalars included; anything else by its
     repr): the step table is the store's hot path."""
     return orjson.dumps(value, default=repr, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-
-
-def _insert_rows(db: sqlite3.Connection, insert: str, rows: Sequence[tuple]) -> None:
-    """`insert` (``INSERT ... INTO table``) of equal-width `rows` as multi-row ``VALUES``
-    statements: one SQLite call per chunk rather than one per row, so the writer thread hands
-    the interpreter lock back and forth once per chunk (each call releases and retakes it)."""
-    if not rows:
-        return
-    width = len(rows[0])
-    limit = min(db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER), MAX_BOUND_PARAMETERS)
-    per_call = max(1, min(len(rows), limit // width))
-    for start in range(0, len(rows), per_call):
-        chunk = rows[start:start + per_call]
-        values = ",".join([f"({','.join('?' * width)})"] * len(chunk))
-        db.execute(f"{insert} VALUES {values}", [v for row in chunk for v in row])
-
-
-MAX_BOUND_PARAMETERS = 32766
-"""Most parameters bound in one statement (SQLite's default limit since 3.32; a build with a
-lower limit is asked for its own)."""
 
 
 class EpisodeRows(NamedTuple):

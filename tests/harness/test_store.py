@@ -135,9 +135,9 @@ def test_unwritable_or_missing_paths_are_clear_errors(tmp_path):
 def test_a_batch_split_over_several_statements_stores_every_row(store, monkeypatch):
     """26 episode columns with at most 60 parameters per statement: 2 rows per statement,
     so 5 episodes take 3 statements per table, in one transaction."""
-    import harness.store as store_module
+    import harness.sqlite_batch
 
-    monkeypatch.setattr(store_module, "MAX_BOUND_PARAMETERS", 60)
+    monkeypatch.setattr(harness.sqlite_batch, "MAX_BOUND_PARAMETERS", 60)
     statements = []
     store._db.set_trace_callback(statements.append)
     store.write_episodes([("run-1", _episode(f"t{i}"), STEPS) for i in range(5)])

@@ -1,0 +1,92 @@
+"""The episode writer's process: commits the rows its parent (`EpisodeWriter`) sends.
+
+Standard input carries frames: a 4-byte little-endian length, then a pickled list of
+``(episode_row, trajectory_row)`` tuples (`harness.store.episode_rows`). Everything that has
+arrived is committed in one transaction, at once; when standard input closes the process
+writes one line to standard output, ``ok N`` (N episodes committed) or ``error MESSAGE``, and
+exits. It ignores SIGINT and SIGTERM: Ctrl-C reaches a terminal's whole process group, and
+episodes already handed over must not be lost to a signal meant for the run. The parent ends
+it by closing its standard input, which also happens when the parent dies.
+
+It imports only the standard library and `harness.sqlite_batch`, so it starts in a few
+milliseconds, while the run's first episodes play.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sqlite3
+import struct
+import sys
+from pathlib import Path
+
+from harness.sqlite_batch import BUSY_TIMEOUT_S, write_episode_rows
+
+FRAME_HEADER = struct.Struct("<I")
+READ_BYTES = 1 << 20
+"""Most bytes read from the pipe at once (what has arrived is committed together)."""
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """An existing results database, opened for writing (never created here)."""
+    uri = Path(path).resolve().as_uri() + "?mode=rw"
+    db = sqlite3.connect(uri, uri=True, isolation_level=None)
+    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000:.0f}")
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
+def complete_frames(buffer: bytearray) -> tuple[list[tuple[tuple, tuple]], int]:
+    """The rows of every complete frame at the start of `buffer`, and the bytes they took."""
+    rows: list[tuple[tuple, tuple]] = []
+    used = 0
+    while len(buffer) - used >= FRAME_HEADER.size:
+        (length,) = FRAME_HEADER.unpack_from(buffer, used)
+        end = used + FRAME_HEADER.size + length
+        if end > len(buffer):
+            break
+        rows += pickle.loads(buffer[used + FRAME_HEADER.size:end])
+        used = end
+    return rows, used
+
+
+def serve(path: str, *, replace: bool, source: int = 0) -> int:
+    """Commit frames read from file descriptor `source` until it closes; the episodes
+    committed. Errors propagate (`main` reports them)."""
+    db = connect(path)
+    committed = 0
+    buffer = bytearray()
+    try:
+        while chunk := os.read(source, READ_BYTES):
+            buffer += chunk
+            rows, used = complete_frames(buffer)
+            del buffer[:used]
+            if rows:
+                write_episode_rows(db, [row[0] for row in rows], [row[1] for row in rows],
+                                   replace=replace)
+                committed += len(rows)
+        if buffer:
+            raise ValueError(f"the last {len(buffer)} bytes sent are not a whole frame")
+    finally:
+        db.close()
+    return committed
+
+
+def main(argv: list[str]) -> None:
+    """``DB insert|replace``: serve standard input, report on standard output, exit."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        committed = serve(argv[0], replace=argv[1] == "replace")
+        report, code = f"ok {committed}", 0
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        report, code = f"error {message}", 1
+    os.write(1, report.encode() + b"\n")
+    os._exit(code)  # nothing left to tear down: the database is closed, the report sent
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
