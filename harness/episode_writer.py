@@ -17,6 +17,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -134,13 +135,22 @@ class EpisodeWriter:
             raise self._error
 
     def _read_report(self) -> str:
-        """What the process wrote before it exited (its last line is the report)."""
+        """The process's report: its line ``ok N``, or else everything it wrote before it
+        exited (an error's last line says why)."""
         if self._process.stdout.closed:
             return ""
-        text = self._process.stdout.read().decode(errors="replace")
-        self._process.stdout.close()
-        self._process.wait()
+        first = self._process.stdout.readline().decode(errors="replace")
+        if first.startswith("ok "):  # it checkpoints and exits on its own: reaped aside
+            threading.Thread(target=self._reap, name="episode-writer-reaper",
+                             daemon=True).start()
+            return first
+        text = first + self._process.stdout.read().decode(errors="replace")
+        self._reap()
         return text
+
+    def _reap(self) -> None:
+        self._process.wait()
+        self._process.stdout.close()
 
     def _check(self, report: str) -> HarnessError | None:
         last = report.strip().splitlines()[-1] if report.strip() else ""

@@ -358,9 +358,7 @@ async def run_async(config: RunConfig, *, store: Store,
     if on_plan:
         on_plan(len(jobs), len(jobs) - len(pending))
     counts = {"played": 0, "errors": 0}
-    queue: asyncio.Queue[EpisodeJob] = asyncio.Queue()
-    for job in pending:
-        queue.put_nowait(job)
+    jobs_left = iter(pending)  # shared by the workers: each takes the next job when free
     loop = asyncio.get_running_loop()
     pacer = Pacer()
 
@@ -378,8 +376,7 @@ async def run_async(config: RunConfig, *, store: Store,
     last_failure: list[EpisodeRecord] = []
 
     async def worker() -> None:
-        while not queue.empty():
-            job = queue.get_nowait()
+        for job in jobs_left:
             record, steps = await play_within(job, timeout_s=config.episode_timeout_s,
                                               max_steps=config.max_steps, executor=executor,
                                               pacer=pacer)

@@ -4,7 +4,7 @@ Standard input carries frames: a 4-byte little-endian length, then a pickled lis
 ``(episode_row, trajectory_row)`` tuples (`harness.store.episode_rows`). Everything that has
 arrived is committed in one transaction, at once; when standard input closes the process
 writes one line to standard output, ``ok N`` (N episodes committed) or ``error MESSAGE``, and
-exits. It ignores SIGINT and SIGTERM: Ctrl-C reaches a terminal's whole process group, and
+exits (after a checkpoint, when all went well: see `main`). It ignores SIGINT and SIGTERM: Ctrl-C reaches a terminal's whole process group, and
 episodes already handed over must not be lost to a signal meant for the run. The parent ends
 it by closing its standard input, which also happens when the parent dies.
 
@@ -52,40 +52,56 @@ def complete_frames(buffer: bytearray) -> tuple[list[tuple[tuple, tuple]], int]:
     return rows, used
 
 
-def serve(path: str, *, replace: bool, source: int = 0) -> int:
+def receive(db: sqlite3.Connection, *, replace: bool, source: int = 0) -> int:
     """Commit frames read from file descriptor `source` until it closes; the episodes
-    committed. Errors propagate (`main` reports them)."""
-    db = connect(path)
+    committed. Errors propagate."""
     committed = 0
     buffer = bytearray()
-    try:
-        while chunk := os.read(source, READ_BYTES):
-            buffer += chunk
-            rows, used = complete_frames(buffer)
-            del buffer[:used]
-            if rows:
-                write_episode_rows(db, [row[0] for row in rows], [row[1] for row in rows],
-                                   replace=replace)
-                committed += len(rows)
-        if buffer:
-            raise ValueError(f"the last {len(buffer)} bytes sent are not a whole frame")
-    finally:
-        db.close()
+    while chunk := os.read(source, READ_BYTES):
+        buffer += chunk
+        rows, used = complete_frames(buffer)
+        del buffer[:used]
+        if rows:
+            write_episode_rows(db, [row[0] for row in rows], [row[1] for row in rows],
+                               replace=replace)
+            committed += len(rows)
+    if buffer:
+        raise ValueError(f"the last {len(buffer)} bytes sent are not a whole frame")
     return committed
 
 
+def serve(path: str, *, replace: bool, source: int = 0) -> int:
+    """`receive` on the database at `path`, then close it."""
+    db = connect(path)
+    try:
+        return receive(db, replace=replace, source=source)
+    finally:
+        db.close()
+
+
 def main(argv: list[str]) -> None:
-    """``DB insert|replace``: serve standard input, report on standard output, exit."""
+    """``DB insert|replace``: serve standard input, report on standard output, exit.
+
+    The report goes out as soon as the last episode is committed; the process then copies
+    the log into the database file (a checkpoint, which the last connection to close would
+    otherwise do while its caller waits) and exits on its own."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    db = None
     try:
-        committed = serve(argv[0], replace=argv[1] == "replace")
-        report, code = f"ok {committed}", 0
+        db = connect(argv[0])
+        committed = receive(db, replace=argv[1] == "replace")
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
         message = " ".join(str(exc).split()) or type(exc).__name__
-        report, code = f"error {message}", 1
-    os.write(1, report.encode() + b"\n")
-    os._exit(code)  # nothing left to tear down: the database is closed, the report sent
+        os.write(1, f"error {message}\n".encode())
+        os._exit(1)
+    os.write(1, f"ok {committed}\n".encode())
+    try:
+        db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        db.close()
+    except sqlite3.Error:  # housekeeping only: every episode is committed
+        pass
+    os._exit(0)  # nothing left to tear down
 
 
 if __name__ == "__main__":

@@ -128,3 +128,15 @@ def test_the_writer_commits_what_it_was_sent_when_its_parent_dies(db):
     while _count(db) < 50 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _count(db) == 50
+
+
+def test_close_returns_once_committed_and_the_process_then_checkpoints(db):
+    """The report comes right after the last commit; the process then copies the log into
+    the database and, as the last connection, removes it."""
+    with EpisodeWriter(db) as writer:
+        for i in range(20):
+            writer.submit("r", _episode(f"t{i}"), STEPS)
+    assert _count(db) == 20  # committed when close returns
+    assert writer._process.wait(timeout=60) == 0
+    wal = db.with_name(db.name + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
