@@ -4,6 +4,7 @@ inside an event loop is committed without waiting for more; the writer outlives 
 long enough to commit what it was sent, and a signal meant for the run does not reach it."""
 
 import asyncio
+import contextlib
 import os
 import signal
 import sqlite3
@@ -29,7 +30,7 @@ def db(tmp_path):
 
 
 def _count(path) -> int:
-    with sqlite3.connect(path) as con:
+    with contextlib.closing(sqlite3.connect(path)) as con:
         return con.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
 
 
@@ -136,7 +137,7 @@ def test_close_returns_once_committed_and_the_process_then_checkpoints(db):
     with EpisodeWriter(db) as writer:
         for i in range(20):
             writer.submit("r", _episode(f"t{i}"), STEPS)
-    assert _count(db) == 20  # committed when close returns
-    assert writer._process.wait(timeout=60) == 0
+    assert writer._process.wait(timeout=60) == 0  # no other connection: it closed last
     wal = db.with_name(db.name + "-wal")
     assert not wal.exists() or wal.stat().st_size == 0
+    assert _count(db) == 20
