@@ -131,7 +131,7 @@ def test_the_writer_commits_what_it_was_sent_when_its_parent_dies(db):
     assert _count(db) == 50
 
 
-def test_close_returns_once_committed_and_the_process_then_checkpoints(db):
+def test_after_its_report_the_process_checkpoints_and_exits(db):
     """The report comes right after the last commit; the process then copies the log into
     the database and, as the last connection, removes it."""
     with EpisodeWriter(db) as writer:
