@@ -153,7 +153,7 @@ class EpisodeWriter:
         self._process.stdout.close()
 
     def _check(self, report: str) -> HarnessError | None:
-        last = report.strip().splitlines()[-1] if report.strip() else ""
+        last = _last_line(report)
         if last == f"ok {self._submitted}":
             return None
         if last.startswith("ok "):
@@ -163,8 +163,8 @@ class EpisodeWriter:
                                      f"{self._process.returncode}")
 
     def _failure(self, report: str, otherwise: str) -> HarnessError:
-        last = report.strip().splitlines()[-1] if report.strip() else ""
-        reason = last[len("error "):] if last.startswith("error ") else (last or otherwise)
+        last = _last_line(report)
+        reason = last.removeprefix("error ") if last.startswith("error ") else last or otherwise
         return HarnessError(f"writing to {self._path} failed: {reason}")
 
     def __enter__(self) -> EpisodeWriter:
@@ -172,6 +172,11 @@ class EpisodeWriter:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 def _write_all(fd: int, header: bytes, payload: bytes) -> None:

@@ -2,8 +2,9 @@
 
 Episodes run as asyncio tasks, at most `RunConfig.concurrency` at a time. Policies are awaited
 (model calls overlap); environment work runs inline for cheap suites and in worker threads for
-suites that declare ``blocking = True``. Each episode is written to the store as soon as it
-finishes, in one transaction; keys already stored ``ok`` for the run are skipped, so rerunning
+suites that declare ``blocking = True``. Each finished episode goes to the `EpisodeWriter`'s
+process, which commits it within milliseconds, whole (one transaction with the others that
+finished beside it); keys already stored ``ok`` for the run are skipped, so rerunning
 an interrupted command finishes the run with every episode stored exactly once. An exception
 in an episode is stored as status ``error`` (or ``timeout``) with its traceback and never
 counts as a success; a rerun plays such episodes again and replaces their record.
