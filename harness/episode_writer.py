@@ -25,7 +25,7 @@ from typing import Any
 from harness.core import HarnessError
 from harness.records import EpisodeRecord, StepRecord
 from harness.store import episode_rows
-from harness.writer_process import FRAME_HEADER
+from harness.writer_process import END_OF_INPUT, FRAME_HEADER
 
 GATHER_S = 0.005
 """Longest a finished episode waits in this process before it is sent (inside an event loop;
@@ -124,10 +124,14 @@ class EpisodeWriter:
             self._closed = True
             try:
                 self.flush()
+                if self._error is None:
+                    os.write(self._fd, END_OF_INPUT)
             except HarnessError:
                 pass
+            except OSError as exc:  # the process has ended: its report says why
+                self._error = self._failure(self._read_report(), f"cannot send: {exc}")
             finally:
-                self._process.stdin.close()  # end of input: commit, report, exit
+                self._process.stdin.close()  # also the end, should the process miss the frame
                 report = self._read_report()
             if self._error is None:
                 self._error = self._check(report)

@@ -2,7 +2,8 @@
 
 Standard input carries frames: a 4-byte little-endian length, then a pickled list of
 ``(episode_row, trajectory_row)`` tuples (`harness.store.episode_rows`). Everything that has
-arrived is committed in one transaction, at once; when standard input closes the process
+arrived is committed in one transaction, at once; after the end-of-input frame (length 0), or
+when standard input closes, the process
 writes one line to standard output, ``ok N`` (N episodes committed) or ``error MESSAGE``, and
 exits (after a checkpoint, when all went well: see `main`). It ignores SIGINT and SIGTERM: Ctrl-C reaches a terminal's whole process group, and
 episodes already handed over must not be lost to a signal meant for the run. The parent ends
@@ -25,6 +26,9 @@ from pathlib import Path
 from harness.sqlite_batch import BUSY_TIMEOUT_S, write_episode_rows
 
 FRAME_HEADER = struct.Struct("<I")
+END_OF_INPUT = FRAME_HEADER.pack(0)
+"""The frame that says everything was sent. Closing the pipe says so too, but a process
+forked from the parent (a pool's worker) may hold the pipe open after the parent closed it."""
 READ_BYTES = 1 << 20
 """Most bytes read from the pipe at once (what has arrived is committed together)."""
 
@@ -38,34 +42,37 @@ def connect(path: str) -> sqlite3.Connection:
     return db
 
 
-def complete_frames(buffer: bytearray) -> tuple[list[tuple[tuple, tuple]], int]:
-    """The rows of every complete frame at the start of `buffer`, and the bytes they took."""
+def complete_frames(buffer: bytearray) -> tuple[list[tuple[tuple, tuple]], int, bool]:
+    """The rows of every complete frame at the start of `buffer`, the bytes they took, and
+    whether the end-of-input frame came (nothing after it is read)."""
     rows: list[tuple[tuple, tuple]] = []
     used = 0
     while len(buffer) - used >= FRAME_HEADER.size:
         (length,) = FRAME_HEADER.unpack_from(buffer, used)
+        if length == 0:
+            return rows, used + FRAME_HEADER.size, True
         end = used + FRAME_HEADER.size + length
         if end > len(buffer):
             break
         rows += pickle.loads(buffer[used + FRAME_HEADER.size:end])
         used = end
-    return rows, used
+    return rows, used, False
 
 
 def receive(db: sqlite3.Connection, *, replace: bool, source: int = 0) -> int:
-    """Commit frames read from file descriptor `source` until it closes; the episodes
-    committed. Errors propagate."""
-    committed = 0
+    """Commit frames read from file descriptor `source` until the end-of-input frame, or
+    until it closes; the episodes committed. Errors propagate."""
+    committed, ended = 0, False
     buffer = bytearray()
-    while chunk := os.read(source, READ_BYTES):
+    while not ended and (chunk := os.read(source, READ_BYTES)):
         buffer += chunk
-        rows, used = complete_frames(buffer)
+        rows, used, ended = complete_frames(buffer)
         del buffer[:used]
         if rows:
             write_episode_rows(db, [row[0] for row in rows], [row[1] for row in rows],
                                replace=replace)
             committed += len(rows)
-    if buffer:
+    if buffer and not ended:
         raise ValueError(f"the last {len(buffer)} bytes sent are not a whole frame")
     return committed
 

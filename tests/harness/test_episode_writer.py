@@ -141,3 +141,22 @@ def test_after_its_report_the_process_checkpoints_and_exits(db):
     wal = db.with_name(db.name + "-wal")
     assert not wal.exists() or wal.stat().st_size == 0
     assert _count(db) == 20
+
+
+def test_a_forked_process_holding_the_pipe_does_not_stall_close(db):
+    """A pool's worker forked from the run inherits the pipe to the writer: closing the pipe
+    is then no end of input, the end-of-input frame is."""
+    writer = EpisodeWriter(db)
+    writer.submit("r", _episode("x"), STEPS)
+    child = os.fork()
+    if child == 0:  # holds every descriptor of the test process, the pipe included
+        time.sleep(120)
+        os._exit(0)
+    try:
+        started = time.monotonic()
+        writer.close()
+        assert time.monotonic() - started < 60
+        assert _count(db) == 1
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.store import Store, episode_rows
-from harness.writer_process import FRAME_HEADER, complete_frames, serve
+from harness.writer_process import END_OF_INPUT, FRAME_HEADER, complete_frames, serve
 from tests.harness.test_store import STEPS, _episode
 
 
@@ -31,11 +31,19 @@ def test_frames_cut_anywhere_come_back_whole_and_in_order(batches, data):
     buffer, received = bytearray(), []
     for start, end in zip([0, *cuts], [*cuts, len(stream)]):
         buffer += stream[start:end]
-        rows, used = complete_frames(buffer)
+        rows, used, ended = complete_frames(buffer)
         del buffer[:used]
         received += rows
+        assert not ended
     assert received == [row for rows in batches for row in rows]
     assert buffer == b""
+
+
+def test_nothing_after_the_end_of_input_frame_is_read():
+    buffer = bytearray(_frame([((1, "a"), ("x",))]) + END_OF_INPUT + _frame([((2, "b"), ("y",))]))
+    rows, used, ended = complete_frames(buffer)
+    assert rows == [((1, "a"), ("x",))] and ended
+    assert used == len(_frame([((1, "a"), ("x",))])) + len(END_OF_INPUT)
 
 
 def _serve_in_thread(path, chunks):
