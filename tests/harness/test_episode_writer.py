@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,8 @@ from harness.core import HarnessError
 from harness.episode_writer import GATHER_S, EpisodeWriter
 from harness.store import Store, load_episodes
 from tests.harness.test_store import STEPS, _episode
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -123,7 +126,7 @@ def test_the_writer_commits_what_it_was_sent_when_its_parent_dies(db):
         writer.flush()
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    done = subprocess.run([sys.executable, "-c", parent], cwd=os.getcwd(), timeout=120)
+    done = subprocess.run([sys.executable, "-c", parent], cwd=REPO_ROOT, timeout=120)
     assert done.returncode == -signal.SIGKILL
     deadline = time.monotonic() + 60
     while _count(db) < 50 and time.monotonic() < deadline:
