@@ -17,7 +17,6 @@ def test_first_move_reward_hand_cases():
     assert first_move_reward("\x00\x01", "Left") == 0.0
 
 
-@pytest.mark.slow
 def test_a_reply_is_invalid_when_its_first_line_names_no_move():
     suite = FirstMoveSuite()
     task = suite.tasks("train")[0].id
@@ -30,6 +29,7 @@ def test_a_reply_is_invalid_when_its_first_line_names_no_move():
                         "": True, "Left Down": True}
 
 
+@pytest.mark.slow
 def test_bench_runs_trl_and_the_backend_on_the_same_work(monkeypatch):
     result = bench_train(prompts=2, group=2, updates=2, max_new_tokens=4)
     assert isinstance(result, TrainBench)
