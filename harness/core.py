@@ -91,6 +91,13 @@ def read_toml(path: "str | os.PathLike[str]") -> dict:
         raise ConfigError(f"malformed TOML in {path}: {exc}") from None
 
 
+def last_line(text: str | None) -> str:
+    """The last non-empty line of `text`, stripped of surrounding blank lines ("" for none):
+    the line of a traceback or a process's output that says what happened."""
+    lines = (text or "").strip().splitlines()
+    return lines[-1] if lines else ""
+
+
 def stable_hash(text: str) -> int:
     """A 64-bit hash of `text` that is the same in every process (unlike `hash`)."""
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")

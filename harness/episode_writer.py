@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.core import HarnessError
+from harness.core import HarnessError, last_line
 from harness.records import EpisodeRecord, StepRecord
 from harness.store import episode_rows
 from harness.writer_process import END_OF_INPUT, FRAME_HEADER
@@ -157,7 +157,7 @@ class EpisodeWriter:
         self._process.stdout.close()
 
     def _check(self, report: str) -> HarnessError | None:
-        last = _last_line(report)
+        last = last_line(report)
         if last == f"ok {self._submitted}":
             return None
         if last.startswith("ok "):
@@ -167,7 +167,7 @@ class EpisodeWriter:
                                      f"{self._process.returncode}")
 
     def _failure(self, report: str, otherwise: str) -> HarnessError:
-        last = _last_line(report)
+        last = last_line(report)
         reason = last.removeprefix("error ") if last.startswith("error ") else last or otherwise
         return HarnessError(f"writing to {self._path} failed: {reason}")
 
@@ -176,11 +176,6 @@ class EpisodeWriter:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _last_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[-1] if lines else ""
 
 
 def _write_all(fd: int, header: bytes, payload: bytes) -> None:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import RunConfig
-from harness.core import HarnessError
+from harness.core import HarnessError, last_line
 from harness.episodes import (EpisodeTally, episode_context, env_seed, failed_record,
                               finish_record, rng_identity, select_tasks)
 from harness.policies import Policy, make_policy
@@ -225,11 +225,6 @@ async def play_within(job: EpisodeJob, *, timeout_s: float, max_steps: int | Non
     return _failed(job, status, error, time.perf_counter() - started), []
 
 
-def _last_line(text: str | None) -> str:
-    lines = (text or "").strip().splitlines()
-    return lines[-1] if lines else ""
-
-
 def _failed(job: EpisodeJob, status: str, error: str, wall_s: float) -> EpisodeRecord:
     return failed_record(job.key, job.task, status, error, wall_s,
                          train_seed=job.policy.train_seed, provenance=job.policy.provenance)
@@ -371,7 +366,7 @@ async def run_async(config: RunConfig, *, store: Store,
         return RunAborted(
             f"stopped: {counts['errors']} of {counts['played']} episodes failed (more "
             f"than max_error_rate={config.max_error_rate}); last error: "
-            f"{_last_line(record.error)}; finished episodes are "
+            f"{last_line(record.error)}; finished episodes are "
             f"stored in {store.path} under run {run_id}")
 
     last_failure: list[EpisodeRecord] = []

@@ -116,7 +116,7 @@ def play_episode(task: EpisodeTask, suite: Suite | None = None, policy: Policy |
     job = EpisodeJob(policy, suite, _task_spec(suite, task.split, task.task_id),
                      task.eval_seed, task.sample)
     record, steps = asyncio.run(play_within(job, timeout_s=task.timeout_s,
-                                                  max_steps=task.max_steps))
+                                            max_steps=task.max_steps))
     node = ray.get_runtime_context().get_node_id() if ray.is_initialized() else ""
     return record, steps, node
 

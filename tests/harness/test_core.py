@@ -48,3 +48,11 @@ def test_missing_dependency_carries_install_line():
 def test_harness_error_is_catchable_as_one_root():
     with pytest.raises(HarnessError):
         raise MissingDependencyError("x", "dev")
+
+
+def test_last_line_hand_cases():
+    from harness.core import last_line
+
+    assert last_line("Traceback ...\n  File x\nValueError: boom\n\n") == "ValueError: boom"
+    assert last_line("ok 3\n") == "ok 3"
+    assert last_line("") == "" and last_line(None) == "" and last_line("\n \n") == ""

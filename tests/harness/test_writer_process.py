@@ -82,7 +82,7 @@ def test_served_frames_are_committed(tmp_path):
 def test_a_cut_off_last_frame_is_an_error(tmp_path):
     path = tmp_path / "t.db"
     Store(path).close()
-    outcome = _serve_in_thread(path, [_frame([])[:-1] or b"\x05\x00\x00\x00"])
+    outcome = _serve_in_thread(path, [_frame([])[:-1]])
     assert isinstance(outcome, ValueError) and "not a whole frame" in str(outcome)
 
 
