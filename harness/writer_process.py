@@ -77,17 +77,8 @@ def receive(db: sqlite3.Connection, *, replace: bool, source: int = 0) -> int:
     return committed
 
 
-def serve(path: str, *, replace: bool, source: int = 0) -> int:
-    """`receive` on the database at `path`, then close it."""
-    db = connect(path)
-    try:
-        return receive(db, replace=replace, source=source)
-    finally:
-        db.close()
-
-
 def main(argv: list[str]) -> None:
-    """``DB insert|replace``: serve standard input, report on standard output, exit.
+    """``DB insert|replace``: commit what standard input carries, report on standard output, exit.
 
     The report goes out as soon as the last episode is committed; the process then copies
     the log into the database file (a checkpoint, which the last connection to close would

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.store import Store, episode_rows
-from harness.writer_process import END_OF_INPUT, FRAME_HEADER, complete_frames, serve
+from harness.writer_process import END_OF_INPUT, FRAME_HEADER, complete_frames, connect, receive
 from tests.harness.test_store import STEPS, _episode
 
 
@@ -50,7 +50,7 @@ def _serve_in_thread(path, chunks):
     source, sink = os.pipe()
     result = {}
     thread = threading.Thread(target=lambda: result.update(
-        n=_catch(lambda: serve(str(path), replace=True, source=source))))
+        n=_catch(lambda: _receive_and_close(path, source))))
     thread.start()
     for chunk in chunks:
         os.write(sink, chunk)
@@ -58,6 +58,14 @@ def _serve_in_thread(path, chunks):
     thread.join(60)
     os.close(source)
     return result["n"]
+
+
+def _receive_and_close(path, source):
+    db = connect(str(path))
+    try:
+        return receive(db, replace=True, source=source)
+    finally:
+        db.close()
 
 
 def _catch(body):
@@ -88,5 +96,5 @@ def test_a_cut_off_last_frame_is_an_error(tmp_path):
 
 def test_a_missing_database_is_not_created(tmp_path):
     with pytest.raises(Exception, match="unable to open database file"):
-        serve(str(tmp_path / "missing.db"), replace=False, source=os.open(os.devnull, 0))
+        connect(str(tmp_path / "missing.db"))
     assert not (tmp_path / "missing.db").exists()
