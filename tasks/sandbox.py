@@ -1,25 +1,36 @@
 """A sandbox for untrusted shell commands: bubblewrap over a read-only Debian root filesystem.
 
 One `Sandbox` is one episode. Its writable state is an overlayfs upper directory on a tmpfs of
-bounded size (the disk quota), created fresh per episode and mounted per command inside a
-private mount namespace held by one small process per episode (``unshare --mount``; each
-command enters it with ``nsenter``), so no mount is visible on the host or outlives the
-episode, and bubblewrap 0.8 (which has no ``--overlay``) is enough. Each command runs under ``bwrap`` with new pid,
-network (loopback only), IPC, UTS and cgroup namespaces, a new session, ``--die-with-parent``
-and rlimits (bash ``ulimit`` before the command: CPU, address space, file size, open files,
-processes). Agent commands
-run as the unprivileged ``agent`` user (uid `AGENT_UID`, every capability dropped, no new
-privileges), so ``RLIMIT_NPROC`` holds; ``user="root"`` (setup and verifier steps) runs as uid 0
-with every capability dropped but `ROOT_CAPABILITIES`. A wall-clock limit kills the whole process tree (the pid
-namespace dies with its init). Output is stdout and stderr interleaved, head and tail kept.
+bounded size and inode count (the disk quota), created fresh per episode and mounted inside a
+private mount namespace held by one small process per episode (``unshare --mount``), which
+then enters a new user namespace whose ids 0-65535 map to unprivileged host ids
+(`tasks.sandbox_idmap`). Each command joins both (``nsenter --mount --user``), so no mount is
+visible on the host, and every sandboxed process, root inside included, is an unprivileged
+user to the host kernel: its capabilities hold only in the sandbox's own namespaces.
+
+Each command runs under ``bwrap`` with new pid, network (loopback only), IPC, UTS and cgroup
+namespaces, a new session, ``--die-with-parent``, the kernel surfaces container runtimes
+protect read-only or masked (`_READ_ONLY_PROC`, `_MASKED`, an empty read-only /sys), the
+seccomp filter of `tasks.sandbox_seccomp` (Docker's default denials: file handles, mounts,
+namespaces, modules, keyrings, bpf, perf, ...) and rlimits (bash ``ulimit`` before the
+command: CPU, address space, file size, open files, processes). Agent commands run as the
+``agent`` user (uid `AGENT_UID`, every capability dropped, no new privileges);
+``user="root"`` (setup, build and verifier steps, and tasks that expect root) runs as uid 0
+of the namespace with `ROOT_CAPABILITIES`. A wall-clock limit kills the whole process tree
+(the pid namespace dies with its init). Output is stdout and stderr interleaved, head and
+tail kept.
+
+Threat model: the agent, the task author (its build steps and verifier) and the patch (code a
+grader runs) are all untrusted, so none of these protections depends on who runs a command.
 
 `snapshot()`/`restore()` copy the upper directory (whiteouts and opaque-directory xattrs
 included), so a tree rollout can branch from a mid-episode state. Extra read-only layers
 (``layers=``, e.g. a task's environment built once) sit between the episode layer and the
 rootfs. Root filesystems come from `tasks.sandbox_rootfs` (re-exported here).
 
-Requires root (overlay mounts and the uid switch), ``bwrap`` (Debian ``bubblewrap``),
-``unshare``/``nsenter``/``mount`` (util-linux) and overlayfs; `sandbox_available` says why not.
+Requires root (overlay mounts and the id maps), ``bwrap`` (Debian ``bubblewrap``),
+``unshare``/``nsenter``/``mount`` (util-linux), overlayfs and libseccomp (PyPI ``pyseccomp``);
+`sandbox_available` says why not.
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tasks.sandbox_idmap import IdMap, sandbox_id_map, write_maps
 from tasks.sandbox_process import Output, await_namespace_end, feed, pump
 from tasks.sandbox_process import init_pid as init_pid_of
 from tasks.sandbox_rootfs import (
@@ -47,9 +59,10 @@ from tasks.sandbox_rootfs import (
     build_rootfs,
     rootfs_cache_dir,
 )
+from tasks.sandbox_seccomp import compiled_filter, load_profile
 
 __all__ = [
-    "AGENT_UID", "BASE_RECIPE", "DEFAULT_PATH", "Bind", "CommandResult", "Limits", "RootfsRecipe", "Sandbox",
+    "AGENT_UID", "IdMap", "containment", "sandbox_id_map", "BASE_RECIPE", "DEFAULT_PATH", "Bind", "CommandResult", "Limits", "RootfsRecipe", "Sandbox",
     "SandboxError", "SandboxSnapshot", "build_rootfs", "rootfs_cache_dir", "sandbox_available",
 ]
 
@@ -58,13 +71,23 @@ logger = logging.getLogger(__name__)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                "--unshare-cgroup")
-_HOLD = (  # $1 lowerdirs, $2 upper, $3 work, $4 merged
-    'mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" && echo ready '
-    '&& exec cat >/dev/null')
-ROOT_CAPABILITIES = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
-                     "CAP_KILL")
-"""What ``user="root"`` keeps: file ownership and permission overrides inside the sandbox's
-own mount tree, and signals inside its own pid namespace; nothing else."""
+_HOLD = (  # $1 lowerdirs, $2 upper, $3 work, $4 merged; then a user namespace, mapped by us
+    'mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" && exec unshare '
+    "--user -- /bin/sh -c 'echo ready && exec cat >/dev/null'")
+_MOUNT_HOLD = (  # the probe: the same mounts, then bwrap in the user namespace
+    'mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" && exec unshare '
+    '--user --map-root-user -- "$5" --ro-bind / / "$6" true')
+ROOT_CAPABILITIES = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+                     "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+                     "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE")
+"""What ``user="root"`` keeps: Docker's default capability set. They are capabilities of the
+sandbox's own user namespace, effective only over its namespaces and files owned by its ids."""
+_READ_ONLY_PROC = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+_MASKED = ("/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
+           "/proc/timer_stats", "/proc/sched_debug", "/proc/latency_stats", "/proc/acpi",
+           "/proc/asound", "/proc/scsi", "/proc/interrupts", "/proc/kallsyms", "/proc/kmsg",
+           "/proc/sysvipc")
+"""Docker/moby's default masked and read-only paths; /sys is an empty read-only tmpfs."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +106,23 @@ class Limits:
     """Output kept per command: the first and last half of this; the cut is stated."""
     disk_bytes: int = 2 << 30
     """Size of the episode's writable layer (a tmpfs; writes beyond it fail with ENOSPC)."""
+    inodes: int | None = None
+    """Files and directories the writable layer may hold (tmpfs ``nr_inodes``); None: one per
+    16 KiB of `disk_bytes`, ext4's default bytes-per-inode ratio, at least 1,024."""
+
+    @property
+    def inode_limit(self) -> int:
+        if self.inodes is not None:
+            return self.inodes
+        return max(self.disk_bytes // (16 << 10), 1024)
+
+    def enforcement(self) -> dict[str, str]:
+        """How each limit is enforced here (rlimits: no delegated cgroup v2 subtree is used)."""
+        return {"wall_s": "pid namespace killed at the deadline", "cpu_s": "RLIMIT_CPU",
+                "memory_bytes": "RLIMIT_AS per process", "processes": "RLIMIT_NPROC per uid "
+                "of the sandbox's user namespace", "file_size_bytes": "RLIMIT_FSIZE",
+                "open_files": "RLIMIT_NOFILE", "disk_bytes": "tmpfs size",
+                "inodes": "tmpfs nr_inodes"}
 
 
 @dataclass(frozen=True)
@@ -120,6 +160,14 @@ class SandboxSnapshot:
     sandbox_id: int
 
 
+def containment() -> dict[str, str]:
+    """What contains every sandboxed process here, for a suite's provenance."""
+    ids = sandbox_id_map()
+    return {"user_namespace": f"ids 0-{ids.count - 1} -> host {ids.host_base}-"
+                              f"{ids.host_base + ids.count - 1}",
+            "seccomp": load_profile().label, "limits": "rlimits and tmpfs size/nr_inodes"}
+
+
 def sandbox_available() -> str | None:
     """None when sandboxes can run here, else the reason in one line."""
     if os.name != "posix" or not Path("/proc/filesystems").exists():
@@ -147,7 +195,7 @@ def _probe_once() -> str | None:
         for name in ("lower", "upper", "work", "merged"):
             Path(tmp, name).mkdir()
         command = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-                   _HOLD.replace("exec cat >/dev/null", 'exec "$5" --ro-bind / / "$6" true'),
+                   _MOUNT_HOLD,
                    "sh", f"{tmp}/lower", f"{tmp}/upper", f"{tmp}/work", f"{tmp}/merged",
                    "bwrap", "--unshare-net"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=30)
@@ -188,11 +236,14 @@ class Sandbox:
         self.binds, self.env = tuple(binds), dict(env or {})
         self.layers = tuple(Path(p) for p in layers)
         self.id = next(_IDS)
+        self.ids = sandbox_id_map()
         self._root = Path(tempfile.mkdtemp(prefix=f"harness-sandbox-{self.id}-"))
+        self._root.chmod(0o711)  # the sandbox's ids bind the merged tree from inside it
         self._layer = self._root / "layer"
         self._layer.mkdir()
         subprocess.run(["mount", "-t", "tmpfs", "-o",
-                        f"size={limits.disk_bytes},mode=0700", "tmpfs", str(self._layer)],
+                        f"size={limits.disk_bytes},nr_inodes={limits.inode_limit},mode=0755",
+                        "tmpfs", str(self._layer)],
                        check=True, capture_output=True)
         self._holder: list[subprocess.Popen] = []
         self._finalizer = weakref.finalize(self, _cleanup, self._root, self._layer,
@@ -212,6 +263,7 @@ class Sandbox:
             if path.exists():
                 shutil.rmtree(path)
             path.mkdir(mode=0o755)
+        os.chown(self.upper, self.ids.host(0), self.ids.host(0))
         self._make_dir(self.workdir, AGENT_UID)
 
     def _hold(self) -> None:
@@ -229,6 +281,7 @@ class Sandbox:
             holder.wait()
             raise SandboxError(f"cannot mount the episode layer: {message}")
         self._holder.append(holder)
+        write_maps(holder.pid, self.ids)
 
     def _release(self) -> None:
         while self._holder:
@@ -244,20 +297,22 @@ class Sandbox:
             lower = next((base / rel for base in (*self.layers, self.rootfs)
                           if (base / rel).is_dir()), None)
             mode = (lower.stat().st_mode & 0o7777) if lower is not None else 0o755
-            owner = (lower.stat().st_uid, lower.stat().st_gid) if lower is not None else (0, 0)
+            owner = ((lower.stat().st_uid, lower.stat().st_gid) if lower is not None
+                     else (self.ids.host(0), self.ids.host(0)))
             (self.upper / rel).mkdir(mode=mode)
             os.chmod(self.upper / rel, mode)
             os.chown(self.upper / rel, *owner)
             if lower is not None:  # same times as below: observations do not show the clock
                 os.utime(self.upper / rel, ns=(lower.stat().st_atime_ns, lower.stat().st_mtime_ns))
-        os.chown(self.upper / Path(*parts), uid, uid)
+        os.chown(self.upper / Path(*parts), self.ids.host(uid), self.ids.host(uid))
 
     # ---- commands ---------------------------------------------------------------------------
     def _bwrap(self, command: str, cwd: str, env: Mapping[str, str], user: str,
-               info_fd: int) -> list[str]:
-        args = ["bwrap", "--info-fd", str(info_fd), "--bind", str(self._layer / "merged"), "/", "--dev", "/dev",
-                "--proc", "/proc", *_NAMESPACES, "--hostname", "sandbox", "--new-session",
-                "--die-with-parent", "--clearenv", "--chdir", cwd]
+               info_fd: int, seccomp_fd: int) -> list[str]:
+        args = ["bwrap", "--info-fd", str(info_fd), "--seccomp", str(seccomp_fd),
+                "--bind", str(self._layer / "merged"), "/", "--dev", "/dev",
+                "--proc", "/proc", *_kernel_surfaces(), *_NAMESPACES, "--hostname", "sandbox",
+                "--new-session", "--die-with-parent", "--clearenv", "--chdir", cwd]
         for bind in self.binds:
             args += ["--bind" if bind.writable else "--ro-bind", str(bind.host), bind.target]
         home = "/root" if user == "root" else AGENT_HOME
@@ -286,11 +341,11 @@ class Sandbox:
         return args
 
     def _launch(self, command: str, cwd: str, env: Mapping[str, str], user: str,
-                info_fd: int) -> list[str]:
+                info_fd: int, seccomp_fd: int) -> list[str]:
         if not self._holder or self._holder[0].poll() is not None:
             raise SandboxError("the episode layer is not mounted (its holder process exited)")
-        return ["nsenter", f"--target={self._holder[0].pid}", "--mount", "--",
-                *self._bwrap(command, cwd, env, user, info_fd)]
+        return ["nsenter", f"--target={self._holder[0].pid}", "--mount", "--user", "--",
+                *self._bwrap(command, cwd, env, user, info_fd, seccomp_fd)]
 
     def run(self, command: str, *, timeout_s: float | None = None, cwd: str | None = None,
             env: Mapping[str, str] | None = None, stdin: str | bytes | None = None,
@@ -306,15 +361,18 @@ class Sandbox:
         wall = self.limits.wall_s if timeout_s is None else timeout_s
         data = stdin.encode() if isinstance(stdin, str) else stdin
         info_read, info_write = os.pipe()
+        seccomp_fd = os.open(_seccomp_program(), os.O_RDONLY | os.O_CLOEXEC)
         started = time.perf_counter()
         try:
-            argv = self._launch(command, cwd or self.workdir, env or {}, user, info_write)
+            argv = self._launch(command, cwd or self.workdir, env or {}, user, info_write,
+                                seccomp_fd)
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else
                                     subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                    pass_fds=(info_write,))
+                                    pass_fds=(info_write, seccomp_fd))
         finally:
             os.close(info_write)
+            os.close(seccomp_fd)
         with os.fdopen(info_read, "rb") as info:
             init_pid = init_pid_of(info.read())
         if data is not None:
@@ -415,6 +473,36 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_SURFACES: list[str] = []
+
+
+def _kernel_surfaces() -> list[str]:
+    """bwrap arguments that make `_READ_ONLY_PROC` read-only and mask `_MASKED` (the paths
+    this kernel has; a bind needs its target to exist), and mount /sys as an empty,
+    read-only tmpfs."""
+    if not _SURFACES:
+        args = []
+        for path in _READ_ONLY_PROC:
+            if os.path.exists(path):
+                args += ["--ro-bind", path, path]
+        for path in _MASKED:
+            if os.path.isdir(path):
+                args += ["--tmpfs", path, "--remount-ro", path]
+            elif os.path.exists(path):
+                args += ["--ro-bind", "/dev/null", path]
+        _SURFACES.extend(args + ["--tmpfs", "/sys", "--remount-ro", "/sys"])
+    return _SURFACES
+
+
+_PROGRAM: list[Path] = []
+
+
+def _seccomp_program() -> Path:
+    if not _PROGRAM:
+        _PROGRAM.append(compiled_filter())
+    return _PROGRAM[0]
 
 
 def _stop(holder: subprocess.Popen) -> None:

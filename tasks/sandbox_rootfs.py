@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness.core import HarnessError
+from tasks.sandbox_idmap import sandbox_id_map, shift_tree
 
 __all__ = ["AGENT_HOME", "AGENT_UID", "BASE_RECIPE", "RootfsRecipe", "SandboxError",
            "build_rootfs", "rootfs_cache_dir"]
@@ -27,8 +28,9 @@ AGENT_UID = 61000
 """Uid and gid of the sandbox's ``agent`` user: in Debian's range for global allocation, so no
 host account shares its process count (RLIMIT_NPROC is per uid)."""
 AGENT_HOME = "/home/agent"
-BUILD_FORMAT = 1
-"""Part of every digest: bump when the way recipes are built changes."""
+BUILD_FORMAT = 2
+"""Part of every digest: bump when the way recipes are built changes (2: ownership shifted into
+the sandbox's host id range, `tasks.sandbox_idmap`)."""
 
 _SLIM = ("path-exclude=/usr/share/man/*", "path-exclude=/usr/share/doc/*",
          "path-include=/usr/share/doc/*/copyright", "path-exclude=/usr/share/info/*",
@@ -51,8 +53,9 @@ class RootfsRecipe:
     customize: tuple[str, ...] = ()
 
     def digest(self) -> str:
-        """Content hash of every field (and `BUILD_FORMAT`): the cache key."""
-        payload = json.dumps({"format": BUILD_FORMAT, **asdict(self)}, sort_keys=True)
+        """Content hash of every field, `BUILD_FORMAT` and the host id range: the cache key."""
+        payload = json.dumps({"format": BUILD_FORMAT, "host_ids": sandbox_id_map().host_base,
+                              **asdict(self)}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def extend(self, name: str, packages: tuple[str, ...] = (),
@@ -114,6 +117,7 @@ def build_rootfs(recipe: RootfsRecipe, *, cache_dir: Path | None = None,
         if staging.exists():
             shutil.rmtree(staging)
         _mmdebstrap(recipe, staging, progress or (lambda line: None))
+        shift_tree(staging, sandbox_id_map())
         staging.rename(target)
     return target
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.sandbox import AGENT_UID, BASE_RECIPE, Sandbox, build_rootfs, sandbox_available
+from tasks.sandbox import (AGENT_UID, BASE_RECIPE, Sandbox, build_rootfs, sandbox_available,
+                           sandbox_id_map)
 
 
 @pytest.fixture(scope="session")
@@ -26,8 +27,14 @@ def sandbox(base_rootfs):
         yield box
 
 
-def host_processes_of(uid: int = AGENT_UID) -> list[int]:
-    """Pids of host processes whose real uid is `uid` (read from /proc)."""
+def agent_host_uid() -> int:
+    """The host uid the sandbox's agent user runs as (its id shifted into the host range)."""
+    return sandbox_id_map().host(AGENT_UID)
+
+
+def host_processes_of(uid: int | None = None) -> list[int]:
+    """Pids of host processes whose real uid is `uid` (default: the agent's host uid)."""
+    uid = agent_host_uid() if uid is None else uid
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -65,4 +72,4 @@ def assert_no_agent_processes(box: Sandbox) -> None:
     assert left == [], "agent processes outlived their command"
 
 
-__all__ = ["assert_no_agent_processes", "host_processes_of", "os"]
+__all__ = ["agent_host_uid", "assert_no_agent_processes", "host_processes_of", "os"]

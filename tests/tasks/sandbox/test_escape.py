@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tasks.sandbox import AGENT_UID, Limits, Sandbox
-from tests.tasks.sandbox.conftest import assert_no_agent_processes
+from tests.tasks.sandbox.conftest import agent_host_uid, assert_no_agent_processes
 
 
 def test_no_network_not_even_the_hosts_loopback(sandbox):
@@ -174,7 +174,8 @@ def test_the_leak_check_sees_this_sandboxs_processes_and_no_other_sandboxs(base_
         mine.join()
         runner.join()
         assert_no_agent_processes(box)
-        loose = subprocess.Popen(["setpriv", f"--reuid={AGENT_UID}", f"--regid={AGENT_UID}",
+        loose = subprocess.Popen(["setpriv", f"--reuid={agent_host_uid()}",
+                                  f"--regid={agent_host_uid()}",
                                   "--clear-groups", "sleep", "30"])  # as if it had escaped
         try:
             time.sleep(0.5)

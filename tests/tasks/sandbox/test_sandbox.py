@@ -44,12 +44,18 @@ def test_output_keeps_head_and_tail_and_states_the_cut(base_rootfs):
     assert f"[... {total - 100} bytes of output omitted ...]" in result.output
 
 
-def test_root_user_keeps_only_file_capabilities(sandbox):
+def test_root_holds_dockers_default_capabilities_in_its_own_user_namespace(sandbox):
+    from tasks.sandbox import ROOT_CAPABILITIES
     result = sandbox.run("id -u; grep CapEff /proc/self/status; mount -t tmpfs none /mnt",
                          user="root")
     lines = result.output.splitlines()
-    assert lines[0] == "0" and lines[1].split()[1] == "000000000000002f"
-    assert result.exit_code != 0  # no CAP_SYS_ADMIN: mounting fails
+    bits = {"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_FOWNER": 3, "CAP_FSETID": 4,
+            "CAP_KILL": 5, "CAP_SETGID": 6, "CAP_SETUID": 7, "CAP_SETPCAP": 8,
+            "CAP_NET_BIND_SERVICE": 10, "CAP_NET_RAW": 13, "CAP_SYS_CHROOT": 18,
+            "CAP_MKNOD": 27, "CAP_AUDIT_WRITE": 29, "CAP_SETFCAP": 31}
+    expected = sum(1 << bits[name] for name in ROOT_CAPABILITIES)
+    assert lines[0] == "0" and int(lines[1].split()[1], 16) == expected == 0xa80425fb
+    assert result.exit_code != 0  # no CAP_SYS_ADMIN, and the filter denies mount
 
 
 def test_write_read_and_copy_in(sandbox, tmp_path):
