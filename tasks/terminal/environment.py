@@ -4,19 +4,24 @@ The rootfs is `TERMINAL_RECIPE` (plus the task's Debian packages when it needs m
 layer is the result of replaying the Dockerfile's steps (COPY, WORKDIR, ENV, the non-install
 part of each RUN) in a sandbox as root without network; it is exported once to
 ``<rootfs cache>/layers/<task>-<hash>`` and stacked read-only under every episode's layer.
+COPY sources are resolved again, confined to the build context, before they are hashed or
+copied (`tasks.terminal.build_context`): a folder changed since it was loaded cannot slip a
+host file in, and links inside a copied tree are hashed and copied as links, never followed.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 from tasks.sandbox import (AGENT_UID, BASE_RECIPE, DEFAULT_PATH, Limits, RootfsRecipe, Sandbox, SandboxError,
                            build_rootfs, rootfs_cache_dir)
-from tasks.terminal.taskdir import TerminalTask, Unsupported
+from tasks.terminal.build_context import ContextSource
+from tasks.terminal.taskdir import BuildStep, TerminalTask, Unsupported, context_sources
 
 SHIMS = Path(__file__).with_name("shims")
 
@@ -54,18 +59,29 @@ def recipe_for(task: TerminalTask) -> RootfsRecipe:
                         recipe.mirror, recipe.customize)
 
 
+def _context(task: TerminalTask) -> Path:
+    return task.path / "environment" if task.format == "tb2" else task.path
+
+
+def _sources(task: TerminalTask, step: BuildStep) -> tuple[ContextSource, ...]:
+    """A copy step's sources, confined to the build context again (`Unsupported` if not)."""
+    return context_sources(_context(task), step.args[0], f"COPY {' '.join(step.args)}")
+
+
 def _layer_key(task: TerminalTask, rootfs: Path) -> str:
     digest = hashlib.sha256(f"{rootfs.name}|{task.steps!r}|{task.workdir}".encode())
-    context = task.path / "environment" if task.format == "tb2" else task.path
+    root = Path(os.path.realpath(_context(task)))
     for step in task.steps:
         if step.kind != "copy":
             continue
-        source = context / step.args[0]
-        files = [source] if source.is_file() else sorted(p for p in source.rglob("*")
-                                                         if p.is_file())
-        for file in files:
-            digest.update(str(file.relative_to(context)).encode())
-            digest.update(file.read_bytes())
+        for source in _sources(task, step):
+            files = sorted(source.path.rglob("*")) if source.path.is_dir() else [source.path]
+            for file in files:  # rglob does not descend into linked folders
+                if file.is_symlink():
+                    digest.update(f"{file.relative_to(root)}->{os.readlink(file)}".encode())
+                elif file.is_file():
+                    digest.update(str(file.relative_to(root)).encode())
+                    digest.update(file.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -95,7 +111,6 @@ def build_environment(task: TerminalTask, *, progress: Callable[[str], None] | N
 
 
 def _replay(task: TerminalTask, rootfs: Path, staging: Path) -> None:
-    context = task.path / "environment" if task.format == "tb2" else task.path
     env: dict[str, str] = {}
     workdir = "/"
     with Sandbox(rootfs, limits=Limits(wall_s=600, disk_bytes=4 << 30), workdir="/tmp") as box:
@@ -107,7 +122,8 @@ def _replay(task: TerminalTask, rootfs: Path, staging: Path) -> None:
             elif step.kind == "env":
                 env[step.args[0]] = step.args[1]
             elif step.kind == "copy":
-                _copy(box, context / step.args[0], step.args[1])
+                for source in _sources(task, step):
+                    _copy(box, source, step.args[1])
             else:
                 result = box.run(step.args[0], user="root", cwd=workdir,
                                  env={**env, "PATH": f"/opt/harness-shims:{DEFAULT_PATH}"})
@@ -126,12 +142,14 @@ def _root(box: Sandbox, command: str, what: str) -> None:
         raise Unsupported(f"{what} step failed: {result.output.strip()[-300:]}")
 
 
-def _copy(box: Sandbox, source: Path, target: str) -> None:
-    """Docker's COPY: a directory's contents into `target`; a file into `target` (a directory
-    when it ends with ``/`` or exists as one)."""
-    if source.is_dir():
-        box.copy_in(source, target)
+def _copy(box: Sandbox, source: ContextSource, target: str) -> None:
+    """Docker's COPY of one confined source: a directory's contents into `target` (links
+    inside copied as links); a file into `target` (a directory when it ends with ``/`` or
+    exists as one), named as the source."""
+    if source.path.is_dir():
+        box.copy_in(source.path, target)
         return
     is_dir = target.endswith("/") or box.run(f"test -d '{target}'", user="root",
                                               cwd="/").exit_code == 0
-    box.copy_in(source, f"{target.rstrip('/')}/{source.name}" if is_dir else target)
+    name = source.name.rsplit("/", 1)[-1]
+    box.copy_in(source.path, f"{target.rstrip('/')}/{name}" if is_dir else target)

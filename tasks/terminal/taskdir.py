@@ -9,20 +9,27 @@ The Dockerfile becomes build steps on the Debian rootfs: ``FROM`` picks nothing 
 runs on the project's Debian bookworm rootfs), ``apt-get install`` adds Debian packages to the
 rootfs recipe, ``pip install X`` adds Debian's ``python3-x``, ``COPY``/``WORKDIR``/``ENV`` and
 the rest of each ``RUN`` replay in the sandbox as root without network. A step that cannot be
-translated (a second ``FROM``, ``ADD`` of a URL, a download at build time, ...) makes the task
-*unsupported*, with that step as the reason.
+translated (a second ``FROM``, ``ADD`` of a URL, a download at build time, a ``COPY`` source
+that leaves the build context, ...) makes the task *unsupported*, with that step as the reason.
+Every file the harness reads or copies from a task folder is confined to it
+(`tasks.terminal.build_context`).
 """
 
 from __future__ import annotations
 
+import glob
+import json
+import os
 import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["BuildStep", "TerminalTask", "Unsupported", "load_task", "load_tasks",
-           "translate_dockerfile"]
+from tasks.terminal.build_context import ContextEscape, ContextSource, SourceMissing, resolve_source
+
+__all__ = ["BuildStep", "TerminalTask", "Unsupported", "context_sources", "load_task",
+           "load_tasks", "network_policy", "translate_dockerfile"]
 
 _NETWORK_TOOLS = re.compile(r"(^|[\s;&|(])(curl|wget|git\s+clone|uv\s|uvx\s|npm\s|pip3?\s+download"
                             r"|conda\s|cargo\s+install|go\s+install|rustup)")
@@ -33,6 +40,16 @@ _PIP = re.compile(r"^(?:python3?\s+-m\s+)?pip3?\s+install\s+(.*)$")
 
 class Unsupported(Exception):
     """A task this project cannot run offline; the message names the step or the reason."""
+
+
+def context_sources(context: Path, source: str, step: str) -> tuple[ContextSource, ...]:
+    """`resolve_source`, its refusal raised as `Unsupported` naming `step` (a Dockerfile line
+    or a task file), e.g. ``COPY ../../etc/passwd /app/x: source leaves the build context
+    ('../../etc/passwd')``."""
+    try:
+        return resolve_source(context, source)
+    except ContextEscape as exc:
+        raise Unsupported(f"{step}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,7 @@ class TerminalTask:
     verifier_timeout_s: float
     notes: tuple[str, ...] = ()
     unsupported: str | None = None
+    network: str = "none"  # "none" or "registries": the sandbox's policy (`network_policy`)
     extras: dict = field(default_factory=dict, compare=False)
 
 
@@ -135,6 +153,36 @@ def _translate_run(run: str, packages: list[str], notes: list[str]) -> str:
     return " && ".join(kept)
 
 
+def _copy_steps(keyword: str, rest: str, line: str, context: Path, workdir: str
+                ) -> list[BuildStep]:
+    """The copy steps of one COPY/ADD (shell or JSON-array form; ``--chown``, ``--chmod``
+    and ``--link`` ignored), every source confined to `context`, globs expanded."""
+    flags = []
+    while rest.startswith("--"):
+        flag, _, rest = rest.partition(" ")
+        flags.append(flag)
+        rest = rest.strip()
+    try:
+        words = json.loads(rest) if rest.startswith("[") else shlex.split(rest)
+    except ValueError:
+        words = None
+    if not isinstance(words, list) or len(words) < 2 or not all(isinstance(w, str)
+                                                                 for w in words):
+        raise Unsupported(f"unreadable {keyword} ({line!r})")
+    if any(flag.startswith(("--from", "--parents", "--exclude")) for flag in flags):
+        raise Unsupported(f"{keyword} options ({line!r})")
+    if any("://" in w or w.startswith("git@") for w in words):
+        raise Unsupported(f"{keyword} from a URL ({line!r})")
+    target = words[-1] if words[-1].startswith("/") else f"{workdir.rstrip('/')}/{words[-1]}"
+    sources = []  # as written; a glob as its matches (escaped: the build resolves them again)
+    for source in words[:-1]:
+        found = context_sources(context, source, line)
+        sources += [glob.escape(f.name) for f in found] if glob.has_magic(source) else [source]
+    if len(sources) > 1 and not target.endswith("/"):
+        target += "/"  # several sources (a glob's matches included) go into a directory
+    return [BuildStep("copy", (source, target)) for source in sources]
+
+
 def translate_dockerfile(text: str, context: Path) -> tuple[list[str], list[BuildStep], str,
                                                                 list[str]]:
     """Packages, replay steps, final workdir and notes of a Dockerfile (see module docstring).
@@ -164,16 +212,7 @@ def translate_dockerfile(text: str, context: Path) -> tuple[list[str], list[Buil
             if command:
                 steps.append(BuildStep("run", (command,)))
         elif keyword in ("COPY", "ADD"):
-            words = [w for w in shlex.split(rest) if not w.startswith("--")]
-            if any("://" in w for w in words):
-                raise Unsupported(f"{keyword} from a URL ({line!r})")
-            if len(words) < 2 or words[0].startswith("["):
-                raise Unsupported(f"unreadable {keyword} ({line!r})")
-            target = words[-1] if words[-1].startswith("/") else f"{workdir.rstrip('/')}/{words[-1]}"
-            for source in words[:-1]:
-                if not (context / source).exists():
-                    raise Unsupported(f"{keyword} source {source!r} is missing")
-                steps.append(BuildStep("copy", (source, target)))
+            steps += _copy_steps(keyword, rest, line, context, workdir)
         elif keyword == "WORKDIR":
             workdir = rest if rest.startswith("/") else f"{workdir.rstrip('/')}/{rest}"
             steps.append(BuildStep("workdir", (workdir,)))
@@ -188,6 +227,24 @@ def translate_dockerfile(text: str, context: Path) -> tuple[list[str], list[Buil
         else:
             raise Unsupported(f"Dockerfile instruction {keyword} ({line!r})")
     return sorted(set(packages)), steps, workdir, notes
+
+
+def network_policy(environment: dict) -> str:
+    """The network policy a TB2 task's ``[environment]`` table declares: ``registries`` when
+    it says ``network = "registries"`` (package registries only, through the sandbox's egress
+    proxy; it wins over Harbor's ``allow_internet = true``, which such a task sets to run
+    under Harbor), ``none`` when it declares nothing, ``allow_internet = false`` or
+    ``network = "none"``. Any other need (``allow_internet = true`` alone, another value)
+    makes the task `Unsupported`: only registries are reachable."""
+    declared = environment.get("network")
+    if declared in ("none", "registries"):
+        return declared
+    if declared not in (None, False):
+        raise Unsupported(f"the task declares network = {declared!r}; supported: 'none' or "
+                          "'registries' (package registries only)")
+    if environment.get("allow_internet"):
+        raise Unsupported("the task declares it needs the internet at run time")
+    return "none"
 
 
 def _read_yaml(path: Path) -> dict:
@@ -208,69 +265,100 @@ def _tb1_instruction(meta: dict) -> str:
     return ""
 
 
-def _tb1_solution(path: Path) -> tuple[str, ...]:
-    if (path / "solution.sh").exists():
-        return ((path / "solution.sh").read_text(),)
-    if (path / "solution.yaml").exists():
-        entries = _read_yaml(path / "solution.yaml")
+_TB2_FILES = ("task.toml", "instruction.md", "environment/Dockerfile", "tests", "solution")
+_TB1_FILES = ("task.yaml", "Dockerfile", "tests", "run-tests.sh", "solution.sh",
+              "solution.yaml")
+
+
+def _task_files(path: Path, names: tuple[str, ...]) -> dict[str, Path]:
+    """The real path of each named task file or directory (the plain path of a missing one),
+    each confined to the task folder; `Unsupported` naming the first that leaves it."""
+    files = {}
+    for name in names:
+        try:
+            files[name] = resolve_source(path, name)[0].path
+        except SourceMissing:
+            files[name] = path / name
+        except ContextEscape as exc:
+            raise Unsupported(f"task file {name}: {exc}") from None
+    return files
+
+
+def _tb1_solution(files: dict[str, Path]) -> tuple[str, ...]:
+    if files["solution.sh"].exists():
+        return (files["solution.sh"].read_text(),)
+    if files["solution.yaml"].exists():
+        entries = _read_yaml(files["solution.yaml"])
         return tuple(str(e["command"]) for e in entries if isinstance(e, dict) and "command" in e)
     return ()
 
 
-def _finish(task_id: str, fmt: str, path: Path, instruction: str, meta: dict,
-            dockerfile: Path, tests: Path, solution: tuple[str, ...], solution_dir: Path | None,
-            agent_s: float, verifier_s: float, network: bool) -> TerminalTask:
+def _finish(path: Path, fmt: str, files: dict[str, Path], dockerfile: str, *,
+            instruction: str = "", meta: dict | None = None, solution: tuple[str, ...] = (),
+            solution_dir: Path | None = None, agent_s: float = 900.0, verifier_s: float = 180.0,
+            environment: dict | None = None, refused: str | None = None) -> TerminalTask:
+    """The task, translated; `refused` (a task file that leaves the folder) or the first
+    step that cannot be translated makes it unsupported."""
+    meta = meta or {}
     packages: list[str] = []
     steps: list[BuildStep] = []
     notes: list[str] = []
-    workdir, unsupported = "/app", None
+    workdir, unsupported, policy = "/app", None, "none"
+    tests = files.get("tests", path / "tests")
     try:
-        if network:
-            raise Unsupported("the task declares it needs the internet at run time")
-        if not dockerfile.exists():
-            raise Unsupported(f"no Dockerfile at {dockerfile.relative_to(path)}")
+        if refused:
+            raise Unsupported(refused)
+        policy = network_policy(environment or {})
+        if not files[dockerfile].exists():
+            raise Unsupported(f"no Dockerfile at {dockerfile}")
         if not tests.is_dir():
             raise Unsupported("no tests directory")
-        packages, steps, workdir, notes = translate_dockerfile(dockerfile.read_text(),
-                                                               dockerfile.parent)
+        packages, steps, workdir, notes = translate_dockerfile(
+            files[dockerfile].read_text(), path / os.path.dirname(dockerfile))
         if workdir == "/":
             workdir = "/app"
     except Unsupported as exc:
         unsupported = str(exc)
     env = tuple((s.args[0], s.args[1]) for s in steps if s.kind == "env")
     return TerminalTask(
-        id=task_id, format=fmt, path=path, instruction=instruction.strip(),
+        id=path.name, format=fmt, path=path, instruction=instruction.strip(),
         category=str(meta.get("category") or "uncategorized"),
         difficulty=str(meta.get("difficulty") or "unknown"), packages=tuple(packages),
         steps=tuple(steps), workdir=workdir, env=env, tests_dir=tests, solution=solution,
         solution_dir=solution_dir, agent_timeout_s=agent_s, verifier_timeout_s=verifier_s,
-        notes=tuple(dict.fromkeys(notes)), unsupported=unsupported,
+        notes=tuple(dict.fromkeys(notes)), unsupported=unsupported, network=policy,
         extras={"tags": list(meta.get("tags") or [])})
 
 
 def load_task(path: Path) -> TerminalTask:
-    """The task in directory `path` (TB2 if it has ``task.toml``, TB1 if ``task.yaml``)."""
+    """The task in directory `path` (TB2 if it has ``task.toml``, TB1 if ``task.yaml``); a
+    task file that leaves the folder (a symlink out) makes it unsupported, unread."""
     path = Path(path)
-    if (path / "task.toml").exists():
-        config = tomllib.loads((path / "task.toml").read_text())
-        meta = config.get("metadata", {})
+    tb2 = os.path.lexists(path / "task.toml")
+    if not tb2 and not os.path.lexists(path / "task.yaml"):
+        raise Unsupported(f"{path} is neither a TB1 (task.yaml) nor a TB2 (task.toml) task")
+    fmt, dockerfile = ("tb2", "environment/Dockerfile") if tb2 else ("tb1", "Dockerfile")
+    try:
+        files = _task_files(path, _TB2_FILES if tb2 else _TB1_FILES)
+    except Unsupported as exc:
+        return _finish(path, fmt, {}, dockerfile, refused=str(exc))
+    if tb2:
+        config = tomllib.loads(files["task.toml"].read_text())
         environment = config.get("environment", {})
-        network = bool(environment.get("allow_internet") or environment.get("network"))
-        solve = path / "solution" / "solve.sh"
-        return _finish(path.name, "tb2", path, (path / "instruction.md").read_text()
-                       if (path / "instruction.md").exists() else "", meta,
-                       path / "environment" / "Dockerfile", path / "tests",
-                       (solve.read_text(),) if solve.exists() else (),
-                       path / "solution" if solve.exists() else None,
-                       float(config.get("agent", {}).get("timeout_sec", 900)),
-                       float(config.get("verifier", {}).get("timeout_sec", 180)), network)
-    if (path / "task.yaml").exists():
-        meta = _read_yaml(path / "task.yaml")
-        return _finish(path.name, "tb1", path, _tb1_instruction(meta), meta,
-                       path / "Dockerfile", path / "tests", _tb1_solution(path), None,
-                       float(meta.get("max_agent_timeout_sec", 900)),
-                       float(meta.get("max_test_timeout_sec", 180)), False)
-    raise Unsupported(f"{path} is neither a TB1 (task.yaml) nor a TB2 (task.toml) task")
+        solve = files["solution"] / "solve.sh"
+        return _finish(path, fmt, files, dockerfile, meta=config.get("metadata", {}),
+                       instruction=files["instruction.md"].read_text()
+                       if files["instruction.md"].is_file() else "",
+                       solution=(solve.read_text(),) if solve.is_file() else (),
+                       solution_dir=files["solution"] if solve.is_file() else None,
+                       agent_s=float(config.get("agent", {}).get("timeout_sec", 900)),
+                       verifier_s=float(config.get("verifier", {}).get("timeout_sec", 180)),
+                       environment=environment)
+    meta = _read_yaml(files["task.yaml"])
+    return _finish(path, fmt, files, dockerfile, meta=meta, instruction=_tb1_instruction(meta),
+                   solution=_tb1_solution(files),
+                   agent_s=float(meta.get("max_agent_timeout_sec", 900)),
+                   verifier_s=float(meta.get("max_test_timeout_sec", 180)))
 
 
 def load_tasks(root: Path) -> list[TerminalTask]:
