@@ -47,6 +47,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tasks.sandbox_egress import EGRESS_DIR, EGRESS_SOCKET, EgressProxy, check_network_policy
+from tasks.sandbox_egress import egress_env, egress_prologue
+from tasks.sandbox_gc import make_sandbox_root, register_process
 from tasks.sandbox_idmap import IdMap, sandbox_id_map, write_maps
 from tasks.sandbox_process import Output, await_namespace_end, feed, pump
 from tasks.sandbox_process import init_pid as init_pid_of
@@ -71,9 +74,12 @@ logger = logging.getLogger(__name__)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                "--unshare-cgroup")
-_HOLD = (  # $1 lowerdirs, $2 upper, $3 work, $4 merged; then a user namespace, mapped by us
-    'mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" && exec unshare '
-    "--user -- /bin/sh -c 'echo ready && exec cat >/dev/null'")
+_HOLD = (  # $1 lowerdirs, $2 upper, $3 work, $4 merged, then (host, mount point, ro|rw) per
+    # bind; then a user namespace, mapped by us
+    'mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" && shift 4 && '
+    'while [ $# -gt 0 ]; do { if [ -d "$1" ]; then mkdir "$2"; else touch "$2"; fi; } && '
+    'mount --bind "$1" "$2" && mount -o "remount,bind,$3" "$2" && shift 3 || exit 1; done && '
+    "exec unshare --user -- /bin/sh -c 'echo ready && exec cat >/dev/null'")
 _MOUNT_HOLD = (  # the probe: the same mounts, then bwrap in the user namespace
     'mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" && exec unshare '
     '--user --map-root-user -- "$5" --ro-bind / / "$6" true')
@@ -106,15 +112,11 @@ class Limits:
     """Output kept per command: the first and last half of this; the cut is stated."""
     disk_bytes: int = 2 << 30
     """Size of the episode's writable layer (a tmpfs; writes beyond it fail with ENOSPC)."""
-    inodes: int | None = None
-    """Files and directories the writable layer may hold (tmpfs ``nr_inodes``); None: one per
-    16 KiB of `disk_bytes`, ext4's default bytes-per-inode ratio, at least 1,024."""
-
-    @property
-    def inode_limit(self) -> int:
-        if self.inodes is not None:
-            return self.inodes
-        return max(self.disk_bytes // (16 << 10), 1024)
+    inodes: int = 8192
+    """Files and directories the writable layer may hold (tmpfs ``nr_inodes``). Each costs the
+    host about 2 KiB of kernel memory through the overlay (measured: 16,384 empty files, +34
+    MiB of slab), so the default bounds an inode flood at about 17 MiB; sandboxes that hold
+    whole repositories or dependency trees (SWE-bench, environment builds) ask for more."""
 
     def enforcement(self) -> dict[str, str]:
         """How each limit is enforced here (rlimits: no delegated cgroup v2 subtree is used)."""
@@ -222,27 +224,33 @@ class Sandbox:
     `layers`: read-only directories stacked over `rootfs` (topmost first), e.g. a task's
     environment layer. `workdir` is created owned by the agent. `binds` are host paths made
     visible inside (read-only unless `Bind.writable`). `env` is added to every command's
-    environment. Use as a context manager, or call `close()`.
+    environment. `network`: ``none`` (loopback only) or ``registries`` (the allow-listed hosts
+    of `egress`, a started `EgressProxy`, through its bound socket; `tasks.sandbox_egress`).
+    Use as a context manager, or call `close()`.
     """
 
     def __init__(self, rootfs: Path, *, limits: Limits = Limits(), workdir: str = "/work",
                  binds: Sequence[Bind] = (), env: Mapping[str, str] | None = None,
-                 layers: Sequence[Path] = ()):
+                 layers: Sequence[Path] = (), network: str = "none",
+                 egress: EgressProxy | None = None):
+        self.network, self.egress = check_network_policy(network, egress), egress
         _require_available()
         self.rootfs = Path(rootfs)
         if not (self.rootfs / "bin" / "sh").exists() and not (self.rootfs / "usr/bin/sh").exists():
             raise SandboxError(f"{self.rootfs} is not a root filesystem (no /bin/sh)")
         self.limits, self.workdir = limits, workdir
         self.binds, self.env = tuple(binds), dict(env or {})
+        if self.network == "registries" and egress is not None:  # the proxy's socket folder
+            self.binds += (Bind(egress.socket_dir, EGRESS_DIR),)
         self.layers = tuple(Path(p) for p in layers)
         self.id = next(_IDS)
         self.ids = sandbox_id_map()
-        self._root = Path(tempfile.mkdtemp(prefix=f"harness-sandbox-{self.id}-"))
+        self._root = make_sandbox_root(self.id)  # owner recorded: tasks.sandbox_gc
         self._root.chmod(0o711)  # the sandbox's ids bind the merged tree from inside it
         self._layer = self._root / "layer"
         self._layer.mkdir()
         subprocess.run(["mount", "-t", "tmpfs", "-o",
-                        f"size={limits.disk_bytes},nr_inodes={limits.inode_limit},mode=0755",
+                        f"size={limits.disk_bytes},nr_inodes={limits.inodes},mode=0755",
                         "tmpfs", str(self._layer)],
                        check=True, capture_output=True)
         self._holder: list[subprocess.Popen] = []
@@ -273,7 +281,9 @@ class Sandbox:
         holder = subprocess.Popen(
             ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", _HOLD,
              "sh", lowers, str(self.upper), str(self._layer / "work"),
-             str(self._layer / "merged")],
+             str(self._layer / "merged"), *itertools.chain.from_iterable(
+                 (str(bind.host), str(self._bind_point(i)), "rw" if bind.writable else "ro")
+                 for i, bind in enumerate(self.binds))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert holder.stdout is not None and holder.stderr is not None
         if holder.stdout.readline().strip() != b"ready":
@@ -281,7 +291,13 @@ class Sandbox:
             holder.wait()
             raise SandboxError(f"cannot mount the episode layer: {message}")
         self._holder.append(holder)
+        register_process(self._root, holder.pid)
         write_maps(holder.pid, self.ids)
+
+    def _bind_point(self, index: int) -> Path:
+        """Where bind `index` is mounted in the holder's namespace: host root binds it there,
+        so the sandbox's ids need no access to the host path's parents (e.g. 0700 folders)."""
+        return self._root / f"bind-{index}"
 
     def _release(self) -> None:
         while self._holder:
@@ -313,8 +329,12 @@ class Sandbox:
                 "--bind", str(self._layer / "merged"), "/", "--dev", "/dev",
                 "--proc", "/proc", *_kernel_surfaces(), *_NAMESPACES, "--hostname", "sandbox",
                 "--new-session", "--die-with-parent", "--clearenv", "--chdir", cwd]
-        for bind in self.binds:
-            args += ["--bind" if bind.writable else "--ro-bind", str(bind.host), bind.target]
+        for i, bind in enumerate(self.binds):
+            args += ["--bind" if bind.writable else "--ro-bind", str(self._bind_point(i)),
+                     bind.target]
+        if self.network == "registries" and self.egress is not None:  # variables, forwarder
+            env = {**egress_env(self.egress.forward_port), **env}
+            command = egress_prologue(self.egress.forward_port, EGRESS_SOCKET) + command
         home = "/root" if user == "root" else AGENT_HOME
         merged_env = {"PATH": DEFAULT_PATH, "HOME": home, "USER": user, "LOGNAME": user,
                       "LANG": "C.UTF-8", "TERM": "dumb", "SHELL": "/bin/bash",

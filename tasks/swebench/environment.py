@@ -442,7 +442,7 @@ def _build_layer(spec: EnvSpec, home: Path, python: Path, wheels: Path, before: 
                         overrides=overrides)  # as upstream: pip_packages installed last
     source = checkout(spec.repo, spec.setup_commit, mirrors)
     limits = Limits(wall_s=timeout_s, cpu_s=int(timeout_s), disk_bytes=8 << 30,
-                    processes=2048, output_bytes=1 << 20)
+                    inodes=1 << 19, processes=2048, output_bytes=1 << 20)  # a dependency tree
     with Sandbox(rootfs, limits=limits, workdir="/testbed",
                  binds=[Bind(python, str(python)), Bind(wheels, WHEELS)]) as sandbox:
         for step in _venv_steps(spec, python):

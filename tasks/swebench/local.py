@@ -84,6 +84,7 @@ class LocalBackend:
         self.rootfs, self.source, self.environment = rootfs, source, environment
         self.test_timeout_s = test_timeout_s
         self.agent_limits = agent_limits or Limits(wall_s=120, cpu_s=240, disk_bytes=4 << 30,
+                                                   inodes=1 << 15,
                                                    processes=1024)
 
     def open_sandbox(self, instance: Instance, *, limits: Any = None,
@@ -105,17 +106,22 @@ class LocalBackend:
             raise
         return sandbox
 
+    def grading_limits(self) -> Any:
+        """The grading sandbox's limits: the test timeout, room for a repository checkout
+        with its bytecode (32,768 inodes, about 64 MiB of host kernel memory when full)."""
+        from tasks.sandbox import Limits
+
+        return Limits(wall_s=self.test_timeout_s, cpu_s=int(self.test_timeout_s),
+                      disk_bytes=4 << 30, inodes=1 << 15, processes=2048,
+                      output_bytes=1 << 20)
+
     def evaluate(self, instance: Instance, patch: str | None, *,
                  sanitize: bool = True) -> EvalResult:
         """Grade the prediction `patch` (a unified diff; "" or None: no change) the way the
         official harness does, in a fresh sandbox (`sanitize=False` keeps its changes to
         test infrastructure: only for showing what the hygiene step prevents)."""
-        from tasks.sandbox import Limits
-
         started = time.perf_counter()
-        limits = Limits(wall_s=self.test_timeout_s, cpu_s=int(self.test_timeout_s),
-                        disk_bytes=4 << 30, processes=2048, output_bytes=1 << 20)
-        with self.open_sandbox(instance, limits=limits, owner="root") as sandbox:
+        with self.open_sandbox(instance, limits=self.grading_limits(), owner="root") as sandbox:
             setup_s = time.perf_counter() - started
             return self.evaluate_in(sandbox, instance, patch, setup_s=setup_s,
                                     sanitize=sanitize)

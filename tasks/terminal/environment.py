@@ -113,7 +113,7 @@ def build_environment(task: TerminalTask, *, progress: Callable[[str], None] | N
 def _replay(task: TerminalTask, rootfs: Path, staging: Path) -> None:
     env: dict[str, str] = {}
     workdir = "/"
-    with Sandbox(rootfs, limits=Limits(wall_s=600, disk_bytes=4 << 30), workdir="/tmp") as box:
+    with Sandbox(rootfs, limits=Limits(wall_s=600, disk_bytes=4 << 30, inodes=1 << 16), workdir="/tmp") as box:
         box.copy_in(SHIMS, "/opt/harness-shims")
         for step in task.steps:
             if step.kind == "workdir":

@@ -1,0 +1,165 @@
+"""The escape battery (`tests.tasks.sandbox.probes`) run from every place untrusted code runs:
+an agent command (as the agent and as root inside), code the agent wrote that a Terminal-Bench
+verifier runs, a task author's Dockerfile ``RUN`` step at build time, and a patch's code run by
+SWE-bench-style grading. Each must be contained with the host unchanged."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tasks.sandbox import Bind, Limits, Sandbox, sandbox_id_map
+from tests.tasks.sandbox.probes import HostState, SecretProcess, assert_contained, probe_script
+
+pytestmark = pytest.mark.slow
+BATTERY_LIMITS = Limits(wall_s=240, memory_bytes=1 << 30, disk_bytes=256 << 20)
+
+
+def _kernel_memory_kib() -> int:
+    fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return sum(int(fields[name].split()[0]) for name in ("Slab", "Shmem"))
+
+
+@pytest.mark.parametrize("user", ["agent", "root"])
+def test_battery_from_an_agent_command(base_rootfs, tmp_path, user):
+    (tmp_path / "host-folder").mkdir()
+    (tmp_path / "host-folder" / "note.txt").write_text("a bound host folder")
+    with SecretProcess() as secret, Sandbox(
+            base_rootfs, limits=BATTERY_LIMITS,
+            binds=[Bind(tmp_path / "host-folder", "/mnt/host")]) as box:
+        box.write_file("/opt/probes.py", probe_script(secret.pid, "/mnt/host"))
+        before = HostState.read()
+        result = box.run("python3 /opt/probes.py", user=user)
+        assert result.status == "ok", result.output[-2000:]
+        assert "host-secret-value" not in result.output
+        assert_contained(result.output, before)
+
+
+def test_inode_flood_costs_the_host_under_20_mib(base_rootfs):
+    """The issue's case: 300,000 empty files under a 16 MiB quota."""
+    with Sandbox(base_rootfs, limits=Limits(disk_bytes=16 << 20, wall_s=120)) as box:
+        before = _kernel_memory_kib()
+        result = box.run("cd /tmp && python3 -c \"import os\nfor i in range(300000):\n"
+                         "    open(str(i), 'w').close()\" 2>&1 | tail -1; ls /tmp | wc -l",
+                         user="root")
+        grown_kib = _kernel_memory_kib() - before
+        made = int(result.output.split()[-1])
+        assert "No space left on device" in result.output
+        assert made <= Limits().inodes < 300_000
+        assert grown_kib < 20 << 10, f"host kernel memory grew {grown_kib} KiB"
+
+
+def test_root_inside_is_an_unprivileged_uid_in_a_child_user_namespace(base_rootfs):
+    """Read from the host: the sandbox's uid 0 is an unprivileged host uid, and its
+    capabilities belong to a user namespace that is not the host's (so it holds none in the
+    host's: the kernel checks a capability against the namespace owning the resource)."""
+    import threading
+    import time
+
+    ids = sandbox_id_map()
+    with Sandbox(base_rootfs) as box:
+        runner = threading.Thread(target=box.run, args=("sleep 13.579",),
+                                  kwargs={"user": "root", "timeout_s": 30})
+        runner.start()
+        deadline = time.monotonic() + 20
+        found: list[Path] = []
+        while not found and time.monotonic() < deadline:
+            found = [entry for entry in Path("/proc").iterdir() if entry.name.isdigit()
+                     and _cmdline(entry) == ["sleep", "13.579"]]
+        assert found, "the sandboxed sleep never appeared"
+        status = dict(line.split(":", 1) for line in (found[0] / "status").read_text()
+                      .splitlines())
+        inner = os.readlink(found[0] / "ns" / "user")
+        os.kill(int(found[0].name), 9)
+        runner.join()
+    assert status["Uid"].split() == [str(ids.host(0))] * 4 and ids.host(0) >= 65536
+    assert status["Gid"].split() == [str(ids.host(0))] * 4
+    assert inner != os.readlink("/proc/self/ns/user")
+
+
+def _cmdline(entry: Path) -> list[str]:
+    try:
+        return (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+    except OSError:
+        return []
+
+
+def _probe_task(root: Path, host_pid: int) -> Path:
+    """A Terminal-Bench 2 task folder whose build step runs the battery, whose solution is
+    agent-written code doing the same, and whose verifier runs that code as root."""
+    task = root / "probe-task"
+    (task / "environment").mkdir(parents=True)
+    (task / "solution").mkdir()
+    (task / "tests").mkdir()
+    (task / "task.toml").write_text('version = "1.0"\n[metadata]\ndifficulty = "easy"\n'
+                                    '[verifier]\ntimeout_sec = 240.0\n'
+                                    '[agent]\ntimeout_sec = 240.0\n')
+    (task / "instruction.md").write_text("Write /app/agent_code.py.\n")
+    (task / "environment" / "probes.py").write_text(probe_script(host_pid))
+    (task / "environment" / "Dockerfile").write_text(
+        "FROM debian:bookworm-slim\nWORKDIR /app\nCOPY probes.py /opt/probes.py\n"
+        "RUN python3 /opt/probes.py > /opt/build-report.txt 2>&1\n")
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\ncp /opt/probes.py /app/agent_code.py\n")
+    (task / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        "python3 /app/agent_code.py > /logs/verifier/probes.txt 2>&1\n"
+        "echo 1 > /logs/verifier/reward.txt\n")
+    return root
+
+
+def test_battery_from_a_build_step_and_from_code_the_verifier_runs(tmp_path):
+    from tasks.terminal import TerminalBenchSuite
+
+    with SecretProcess() as secret:
+        suite = TerminalBenchSuite(_probe_task(tmp_path / "tasks", secret.pid))
+        before = HostState.read()
+        env = suite.make_env("probe-task")  # the suite's own limits, as in a run
+        env.reset(seed=0)
+        build_report = env.environment.layer / "opt" / "build-report.txt"
+        assert_contained(build_report.read_text(), before)  # the Dockerfile's RUN step
+        step = None
+        while step is None or not (step.terminated or step.truncated):
+            step = env.step(env.oracle_action())
+        assert step.info["verifier"] == "reward.txt" and step.reward == 1.0
+        report = env._require().read_file("/logs/verifier/probes.txt").decode()
+        env.close()
+        assert_contained(report, before)  # the agent's code, run by the verifier as root
+
+
+_HOOK = '''
+import os as _os, subprocess as _subprocess
+if not _os.path.exists("/tmp/grading-report.txt"):
+    with open("/tmp/grading-report.txt", "w") as _report:
+        _subprocess.run(["python3", _os.path.join(_os.path.dirname(__file__), "_probe.py")],
+                        stdout=_report, stderr=_subprocess.STDOUT)
+'''
+
+
+def test_battery_from_a_patch_under_swebench_grading(tmp_path):
+    import shutil
+    import subprocess
+
+    from tasks.swebench.lite import lite_backend, lite_instances
+
+    backend = lite_backend()
+    instance = next(i for i in lite_instances() if i.instance_id == "swe-lite__textkit-1")
+    binds = backend.environment(instance).binds
+    work = tmp_path / "work"
+    shutil.copytree(backend.source(instance), work, symlinks=True)
+    with SecretProcess() as secret:
+        (work / "textkit" / "_probe.py").write_text(
+            probe_script(secret.pid, binds[0].target if binds else "/"))
+        with open(work / "textkit" / "__init__.py", "a") as init:
+            init.write(_HOOK)
+        subprocess.run(["git", "-C", str(work), "add", "-A"], check=True)
+        patch = subprocess.run(["git", "-C", str(work), "diff", "--cached"], check=True,
+                               capture_output=True, text=True).stdout
+        before = HostState.read()
+        with backend.open_sandbox(instance, limits=backend.grading_limits(),
+                                  owner="root") as sandbox:
+            result = backend.evaluate_in(sandbox, instance, patch)
+            report = sandbox.read_file("/tmp/grading-report.txt").decode()
+        assert not result.verdict.resolved  # graded as usual: the probe fixes nothing
+        assert_contained(report, before)
