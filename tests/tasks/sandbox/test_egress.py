@@ -7,8 +7,11 @@ import base64
 import hashlib
 import http.server
 import io
+import os
 import socket
 import stat
+import shutil
+import subprocess
 import threading
 import time
 import zipfile
@@ -18,8 +21,10 @@ from pathlib import Path
 import pytest
 
 from tasks.sandbox import BASE_RECIPE, Sandbox, SandboxError, build_rootfs, sandbox_available
-from tasks.sandbox_egress import (DEFAULT_ALLOWED, EGRESS_DIR, EGRESS_PORT, EgressProxy,
-                                  check_network_policy, egress_env, egress_prologue)
+from tasks.sandbox_egress import (DEFAULT_ALLOWED, EGRESS_DIR, EGRESS_PORT, FORWARDER,
+                                  EgressProxy, check_network_policy, egress_env,
+                                  egress_prologue)
+from tests.tasks.sandbox.conftest import assert_no_agent_processes
 
 # ---- stand-in servers on 127.0.0.1 -------------------------------------------------------
 
@@ -46,7 +51,8 @@ class StandIn:
         self.server = http.server.ThreadingHTTPServer(
             ("127.0.0.1", 0), lambda *a: handler(*a, directory=str(root)))
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
+                                       daemon=True)
         self.thread.start()
 
     def close(self) -> None:
@@ -243,7 +249,7 @@ def test_network_policy_names_are_checked():
         check_network_policy("registries")
 
 
-def test_the_socket_is_reachable_by_any_uid_inside_a_private_folder():
+def test_the_socket_is_open_to_any_uid_inside_a_private_folder():
     proxy = EgressProxy().start()
     private = proxy.socket_dir.parent
     try:
@@ -258,6 +264,28 @@ def test_the_socket_is_reachable_by_any_uid_inside_a_private_folder():
     assert not private.exists()
     with pytest.raises(SandboxError, match="not started"):
         proxy.socket_dir
+
+
+_AS_OTHER_UID = """
+import socket, sys
+client = socket.socket(socket.AF_UNIX)
+try:
+    client.connect(sys.argv[1])
+    print("connected")
+except PermissionError:
+    print("no access")
+"""
+
+
+def test_another_host_uid_cannot_reach_the_socket():
+    python = shutil.which("python3", path="/usr/bin:/bin")  # one any uid can run
+    if os.geteuid() != 0 or python is None:
+        pytest.skip("needs root and a system python3 to run a probe as another uid")
+    with EgressProxy() as proxy:
+        probes = [subprocess.run([python, "-I", "-c", _AS_OTHER_UID, str(proxy.socket_path)],
+                                 user=uid, group=uid, capture_output=True, text=True, timeout=30)
+                  for uid in (0, 65534)]
+    assert [p.stdout for p in probes] == ["connected\n", "no access\n"], probes
 
 
 def test_stop_ends_open_tunnels_and_refuses_new_clients(echo_port):
@@ -280,11 +308,15 @@ def test_stop_ends_open_tunnels_and_refuses_new_clients(echo_port):
 
 def test_egress_env_and_prologue_point_at_the_forwarder():
     env = egress_env(4000)
-    assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:4000"
+    assert env["HTTPS_PROXY"] == env["http_proxy"] == env["ALL_PROXY"] == "http://127.0.0.1:4000"
     assert "127.0.0.1" in env["no_proxy"] and env["APT_CONFIG"] == f"{EGRESS_DIR}/apt.conf"
-    prologue = egress_prologue(4000, "/run/x.sock")
-    assert prologue.startswith("/usr/bin/python3 -I -c ") and "4000 /run/x.sock" in prologue
-    assert "\n" not in prologue.split("' 4000")[-1]  # the command keeps its line numbers
+    prologue = egress_prologue(4000, "/run/x y.sock")
+    assert "\n" not in prologue and prologue.endswith("; ")  # line numbers stay
+    # bash reads back exactly the forwarder's script and the arguments
+    shown = subprocess.run(["bash", "-c", prologue.replace("/usr/bin/python3 -I -c",
+                                                           "printf '%s|' ") + "true"],
+                           capture_output=True, text=True, timeout=30).stdout
+    assert shown == f"{FORWARDER}|4000|/run/x y.sock|"
 
 
 # ---- inside a sandbox -------------------------------------------------------------------
@@ -297,10 +329,12 @@ def probe_wheel() -> tuple[str, bytes]:
                  b"Metadata-Version: 2.1\nName: egress-probe\nVersion: 0.1\n",
              "egress_probe-0.1.dist-info/WHEEL":
                  b"Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-    record = "".join(
-        f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip('=')},"
-        f"{len(data)}\n" for name, data in files.items())
-    files["egress_probe-0.1.dist-info/RECORD"] = (record + "egress_probe-0.1.dist-info/RECORD,,\n").encode()
+    def digest(data: bytes) -> str:
+        return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip("=")
+
+    record = "".join(f"{name},sha256={digest(data)},{len(data)}\n" for name, data in files.items())
+    record += "egress_probe-0.1.dist-info/RECORD,,\n"
+    files["egress_probe-0.1.dist-info/RECORD"] = record.encode()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, data in files.items():
@@ -365,7 +399,8 @@ def test_pip_downloads_from_an_allowed_index_and_nothing_else_is_reached(
         direct = box.run(f"python3 /tmp/direct.py {server.port}")
         downloaded = box.read_file("/work/dl/egress_probe-0.1-py3-none-any.whl")
         again = box.run(f"python3 /tmp/fetch.py http://127.0.0.1:{server.port}/simple/"
-                        "egress-probe/", env=_NO_BYPASS)
+                        "egress-probe/; echo $LINENO", env=_NO_BYPASS)
+        assert_no_agent_processes(box)  # each forwarder ended with its command
         log = proxy.drain_log()
     assert pip.exit_code == 0, pip.output
     assert downloaded == wheel
@@ -373,8 +408,9 @@ def test_pip_downloads_from_an_allowed_index_and_nothing_else_is_reached(
     assert refused.output.startswith(f"403 127.0.0.1:{unlisted.port} is not on the egress "
                                      "allow-list")
     assert unlisted.seen == []
-    assert direct.output == "ConnectionRefusedError\n"  # its own loopback: nothing listens
+    assert direct.output == "ConnectionRefusedError\n", direct  # its own loopback: nothing
     assert again.exit_code == 0 and "egress_probe-0.1" in again.output  # a second forwarder
+    assert again.output.endswith("\n2\n")  # the line after the limits, as without egress
     assert ("GET", "127.0.0.1", unlisted.port, "refused") in [
         (r.method, r.host, r.port, r.verdict) for r in log]
     allowed = {r.port for r in log if r.verdict == "allowed"}
@@ -387,10 +423,10 @@ def test_network_none_has_no_proxy_socket_or_variables(pip_rootfs):
     with EgressProxy() as proxy, Sandbox(pip_rootfs, egress=proxy) as box:
         result = box.run(f"ls {EGRESS_DIR} 2>&1; echo \"[${{HTTPS_PROXY:-unset}}]\"; "
                          f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", "
-                         f"{EGRESS_PORT}))' 2>&1 | tail -1")
+                         f"{EGRESS_PORT}))' 2>&1 | tail -1; echo $LINENO")
     lines = result.output.splitlines()
     assert "No such file or directory" in lines[0]
-    assert lines[1] == "[unset]" and "ConnectionRefusedError" in lines[2]
+    assert lines[1] == "[unset]" and "ConnectionRefusedError" in lines[2] and lines[3] == "2"
     assert proxy.log == ()
 
 
