@@ -40,4 +40,5 @@ def finish_quickstart(summary: Any, db: str, *, out: str | Path = QUICKSTART_REP
     lines.append(f"report: {report.out}/ ({len(report.files)} files: tables/ in Markdown and "
                  f"LaTeX, figures/ in PDF and PNG, index.html leaderboard page); regenerate "
                  f"with `{command}`")
+    lines.append(f"browse runs, episodes and comparisons: harness view --db {db}")
     return lines

@@ -15,7 +15,8 @@ which creates or upgrades the set on first use (`harness.audit.tables`,
 `harness.train.metrics_table`, `harness.signal_eval.tables`). ``meta`` records the core's
 ``schema_version`` and each set's ``tables:NAME`` version; a writable store upgrades an older
 database in one transaction when it opens it (version 2, where every table was the core's,
-becomes 3 by recording its sets at version 1). ``Store(path, readonly=True)`` never writes:
+becomes 3 by recording its sets at version 1; 4 adds indices on the episode columns the
+viewer filters by). ``Store(path, readonly=True)`` never writes:
 `load_episodes`, the leaderboard, export and report read through it, also on read-only
 mounts. SQLite's errors about the file itself (a corrupt page, a full disk) surface as one-line
 `HarnessError`s naming the database.
@@ -40,13 +41,22 @@ from harness.core import ConfigError, HarnessError
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 from harness.sqlite_batch import BUSY_TIMEOUT_S, in_transaction, write_episode_rows
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the core tables (``meta``, ``runs``, ``episodes``, ``trajectories``), stored as
 ``meta.schema_version``. Each `TableSet` of a subsystem has its own version
 (``meta.tables:NAME``)."""
-READABLE_VERSIONS = (2, 3)
-"""Core versions a read-only store can read without upgrading (same episode tables)."""
+READABLE_VERSIONS = (2, 3, 4)
+"""Core versions a read-only store can read without upgrading (same episode tables; version 4
+only adds indices)."""
 DEFAULT_DB = Path("results") / "harness.db"
+
+_EPISODE_INDICES = """
+CREATE INDEX IF NOT EXISTS episodes_by_policy ON episodes (policy_id, suite, task_type);
+CREATE INDEX IF NOT EXISTS episodes_by_suite ON episodes (suite, task_type);
+CREATE INDEX IF NOT EXISTS episodes_by_status ON episodes (status, success);
+"""
+"""Indices on the columns `harness view` filters episodes by (schema version 4); the primary
+key already serves filters by run."""
 
 _CORE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -67,7 +77,7 @@ CREATE TABLE IF NOT EXISTS trajectories (
     eval_seed INTEGER NOT NULL, sample INTEGER NOT NULL, n_steps INTEGER NOT NULL,
     steps TEXT NOT NULL,
     PRIMARY KEY (run_id, policy_id, suite, task_id, eval_seed, sample));
-"""
+""" + _EPISODE_INDICES
 
 EPISODE_COLUMNS = [
     "run_id", "policy", "suite", "task_id", "task_type", "split", "train_seed", "eval_seed",
@@ -107,6 +117,7 @@ _LEGACY_SETS = ("audits", "train_metrics", "signals")
 _CORE_MIGRATIONS: dict[int, str] = {
     3: "".join(f"INSERT OR IGNORE INTO meta VALUES ('tables:{name}', '1');\n"
                for name in _LEGACY_SETS),
+    4: _EPISODE_INDICES,
 }
 """``version -> script`` taking the core from ``version - 1`` to ``version``."""
 
@@ -370,6 +381,15 @@ class Store:
             "policy, json_extract(steps, ?) AS note FROM trajectories) WHERE "
             + " AND ".join(clauses) + " GROUP BY suite, policy, note ORDER BY suite, policy, note",
             self._db, params=params)
+
+    @reported
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """The rows of one read-only statement (``SELECT`` or ``WITH``) over the store's
+        tables: the viewer's filtered, paginated queries (`harness.view.queries`). Prefer a
+        method above where one fits."""
+        if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
+            raise ValueError("Store.query runs SELECT statements only")
+        return self._db.execute(sql, params).fetchall()
 
     @reported
     def count_steps(self, run_id: str) -> int:

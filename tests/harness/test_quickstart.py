@@ -15,6 +15,7 @@ def test_finish_quickstart_audits_every_suite_and_writes_a_report(tmp_path):
     assert "audit frozenlake@1: oracle 100.0%" in lines[0]
     assert "audit sokoban@1: oracle 100.0%" in lines[2]
     assert lines[4].startswith(f"report: {out}/") and (out / "index.html").is_file()
+    assert lines[5] == f"browse runs, episodes and comparisons: harness view --db {db}"
     assert {a.suite for a in load_audits(db)} == set(QUICKSTART_SUITES)
     board = (out / "tables" / "leaderboard.md").read_text()
     assert "| oracle |" in board and "audit:empty" not in board

@@ -83,3 +83,42 @@ def test_a_table_set_migrates_step_by_step_and_refuses_newer_versions(tmp_path):
         store.tables(v1)
     with Store(tmp_path / "n.db", readonly=True) as store:
         assert store.tables(TableSet("absent", ("CREATE TABLE absent (x)",))) is None
+
+
+def _indices(path) -> set[str]:
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT name FROM sqlite_master WHERE type='index' AND tbl_name="
+                          "'episodes' AND name NOT LIKE 'sqlite_autoindex%'").fetchall()
+    db.close()
+    return {row[0] for row in rows}
+
+
+VIEW_INDICES = {"episodes_by_policy", "episodes_by_suite", "episodes_by_status"}
+
+
+def test_version_3_gains_the_episode_indices_and_stays_readable_without_them(tmp_path):
+    path = tmp_path / "v3.db"
+    with Store(path) as store:
+        store.begin_run("r", {"a": 1}, {})
+    assert _indices(path) == VIEW_INDICES  # a fresh store has them
+    with sqlite3.connect(path) as db:  # make it a version-3 database
+        for name in VIEW_INDICES:
+            db.execute(f"DROP INDEX {name}")
+        db.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+    db.close()
+    assert load_episodes(path).empty  # read-only: read as it is, not upgraded
+    assert _indices(path) == set() and _meta(path)["schema_version"] == "3"
+    with Store(path) as store:
+        assert store.run_config("r") == {"a": 1}
+    assert _indices(path) == VIEW_INDICES and _meta(path)["schema_version"] == "4"
+    with sqlite3.connect(path) as db:
+        plan = " ".join(row[3] for row in db.execute(
+            "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM episodes WHERE status = 'error'"))
+    db.close()
+    assert "episodes_by_status" in plan
+
+
+def test_version_2_database_gains_the_episode_indices(old_db):
+    with Store(old_db):
+        pass
+    assert VIEW_INDICES <= _indices(old_db)

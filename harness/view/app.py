@@ -1,0 +1,225 @@
+"""The ASGI app of `harness view` (Starlette): server-rendered pages over a results store,
+opened read-only per request (``mode=ro``), so the viewer runs beside a live ``harness run``
+and shows what it has committed so far.
+
+Routes (every page's state in its query string): ``/`` runs; ``/leaderboard?run=&suite=``
+(the rows of `harness.report.leaderboard.leaderboard_table` formatted by its `format_row`,
+the computation behind ``harness leaderboard``); ``/episodes?run=&policy=&suite=&task_type=
+&status=&success=&flag=&q=&page=``; ``/episode?run=&policy=&suite=&task=&seed=&sample=``;
+``/compare?run=&a=&b=[&suite=][&task=&seed=&sample=]``. Unknown ids answer 404, malformed
+parameters 400. Every response carries a Content-Security-Policy that runs only the page's
+own script (by nonce), a second line of defence behind escaping.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from harness.core import HarnessError
+from harness.records import EpisodeKey
+from harness.store import Store
+from harness.view import pages
+from harness.view.html import esc, layout
+from harness.view.queries import (PAGE_SIZE, EpisodeFilter, filter_choices, first_divergence,
+                                  list_episodes, list_runs, load_episode, paired_outcomes)
+
+__all__ = ["create_app", "serve", "start_in_thread"]
+
+LEADERBOARD_CACHE = 16
+"""Leaderboards kept per app, keyed by filter and the store's episode count and last write."""
+
+
+def _csp(nonce: str) -> str:
+    return (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; "
+            "img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+
+
+def _page(title: str, body: str, *, status: int = 200) -> HTMLResponse:
+    nonce = secrets.token_urlsafe(16)
+    return HTMLResponse(layout(title, body, nonce=nonce), status_code=status, headers={
+        "Content-Security-Policy": _csp(nonce), "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
+
+
+def _int(request: Request, name: str) -> int:
+    value = request.query_params.get(name, "")
+    try:
+        return int(value)
+    except ValueError:
+        raise HTTPException(400, f"parameter {name} must be an integer, got {value!r}") \
+            from None
+
+
+def _required(request: Request, *names: str) -> list[str]:
+    missing = [n for n in names if not request.query_params.get(n)]
+    if missing:
+        raise HTTPException(400, f"missing parameter(s): {', '.join(missing)}")
+    return [request.query_params[n] for n in names]
+
+
+def create_app(db: str | os.PathLike, *, page_size: int = PAGE_SIZE) -> Starlette:
+    """The viewer over the results database `db` (which must exist); `page_size` episodes
+    per page of the episode list."""
+    path = Path(db)
+    Store(path, readonly=True).close()  # fail now, with the store's one-line error
+    boards: OrderedDict[tuple, tuple] = OrderedDict()
+    lock = threading.Lock()
+
+    @contextmanager
+    def store() -> Iterator[Store]:
+        with Store(path, readonly=True) as opened:
+            yield opened
+
+    def runs(request: Request) -> HTMLResponse:
+        with store() as s:
+            return _page("Runs", pages.runs_page(list_runs(s)))
+
+    def leaderboard(request: Request) -> HTMLResponse:
+        run, suite = (request.query_params.get(n, "") for n in ("run", "suite"))
+        with store() as s:
+            choices = filter_choices(s, run)
+            fingerprint = tuple(s.query("SELECT COUNT(*), MAX(finished_at) FROM episodes")[0])
+        key = (run, suite, fingerprint)
+        with lock:
+            cached = boards.get(key)
+        if cached is None:
+            cached = _leaderboard(path, run, suite)
+            with lock:
+                boards[key] = cached
+                while len(boards) > LEADERBOARD_CACHE:
+                    boards.popitem(last=False)
+        return _page("Leaderboard", pages.leaderboard_page(*cached[:4], choices, run, suite,
+                                                           *cached[4:]))
+
+    def episodes(request: Request) -> HTMLResponse:
+        selected = EpisodeFilter.from_query(request.query_params)
+        with store() as s:
+            page = list_episodes(s, selected, page_size=page_size)
+            choices = filter_choices(s, selected.run)
+        return _page("Episodes", pages.episodes_page(page, choices))
+
+    def episode(request: Request) -> HTMLResponse:
+        run, policy, suite, task = _required(request, "run", "policy", "suite", "task")
+        key = EpisodeKey(policy, suite, task, _int(request, "seed"), _int(request, "sample"))
+        with store() as s:
+            found = load_episode(s, run, key)
+        if found is None:
+            raise HTTPException(404, f"no episode {tuple(key)} in run {run!r}")
+        return _page(f"Episode {task}", pages.episode_page(run, found))
+
+    def compare(request: Request) -> HTMLResponse:
+        params = request.query_params
+        run, a, b, suite = (params.get(n, "") for n in ("run", "a", "b", "suite"))
+        with store() as s:
+            choices = filter_choices(s, run)
+            body = pages.compare_form(choices, run, a, b, suite)
+            if not (run and a and b):
+                return _page("Compare", body + "<p>Choose a run and two policies.</p>")
+            if params.get("task"):
+                suite, task = _required(request, "suite", "task")
+                seed, sample = _int(request, "seed"), _int(request, "sample")
+                found = [load_episode(s, run, EpisodeKey(p, suite, task, seed, sample))
+                         for p in (a, b)]
+                for policy, episode in zip((a, b), found):
+                    if episode is None:
+                        raise HTTPException(404, f"no episode of {policy!r} on {task!r} "
+                                                 f"(seed {seed}, sample {sample}) in run {run!r}")
+                body += pages.side_by_side(run, found[0], found[1],
+                                           first_divergence(found[0].steps, found[1].steps))
+            body += pages.paired_table(run, paired_outcomes(s, run, a, b, suite=suite), suite)
+        return _page(f"Compare {a} and {b}", body)
+
+    async def http_error(request: Request, exc: HTTPException) -> HTMLResponse:
+        return _page(f"{exc.status_code}", f'<p id="error">{esc(exc.detail)}</p>',
+                     status=exc.status_code)
+
+    async def harness_error(request: Request, exc: HarnessError) -> HTMLResponse:
+        return _page("Cannot show this page", f'<p id="error">{esc(exc)}</p>', status=503)
+
+    routes = [Route("/", runs), Route("/leaderboard", leaderboard),
+              Route("/episodes", episodes), Route("/episode", episode),
+              Route("/compare", compare)]
+    return Starlette(routes=routes, exception_handlers={HTTPException: http_error,
+                                                        HarnessError: harness_error})
+
+
+def _leaderboard(db: Path, run: str, suite: str) -> tuple:
+    """``(header, cells, markdown, notes, by_task_type, message)`` of the leaderboard page:
+    the CLI's computation (`leaderboard_table` over `load_episodes`, cells by `format_row`)."""
+    from harness.report.leaderboard import (HEADER, comparability_notes, format_row,
+                                            leaderboard_markdown, leaderboard_table)
+    from harness.store import load_episodes
+
+    frame = load_episodes(db, run_id=run or None, suite=suite or None)
+    if frame.empty:
+        return HEADER, [], "", [], None, "No episodes match: choose another run or suite."
+    board = leaderboard_table(frame)
+    cells = [format_row(row) for _, row in board.iterrows()]
+    notes = comparability_notes(db, run_id=run or None, suite=suite or None)
+    by_type = None
+    if suite:
+        by_type = frame.groupby(["task_type", "policy"]).agg(
+            n=("success", "size"), successes=("success", "sum")).reset_index()
+    return HEADER, cells, leaderboard_markdown(board), notes, by_type, ""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on `host`:`port` (0: a free port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise HarnessError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    return sock
+
+
+def _server(app: Starlette) -> Any:
+    import uvicorn
+
+    return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
+                                         timeout_graceful_shutdown=2))
+
+
+def serve(db: str | os.PathLike, host: str, port: int,
+          on_ready: Callable[[str], None] = lambda address: None) -> None:
+    """Serve the viewer of `db` until interrupted; `on_ready(url)` once it listens."""
+    app = create_app(db)
+    sock = bind(host, port)
+    bound_port = sock.getsockname()[1]
+    on_ready(f"http://{host if ':' not in host else f'[{host}]'}:{bound_port}/")
+    _server(app).run(sockets=[sock])
+
+
+@contextmanager
+def start_in_thread(db: str | os.PathLike, host: str = "127.0.0.1", **options: Any
+                    ) -> Iterator[str]:
+    """The viewer of `db` served from a thread on a free port of `host`; yields its URL. The
+    socket listens before this yields: a client connecting at once waits in its backlog."""
+    server = _server(create_app(db, **options))
+    sock = bind(host, 0)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}/"
+    finally:
+        server.should_exit = True
+        thread.join()
+        sock.close()

@@ -1,0 +1,101 @@
+"""The viewer in a real browser: Debian's chromium driven by Playwright, the server on a free
+127.0.0.1 port in a thread. Every check waits for the state it asserts (Playwright's
+`expect`), never for time."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from harness.store import load_episodes
+from harness.view.app import start_in_thread
+from tests.harness.view.conftest import HOSTILE, HOSTILE_RUN
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run",
+        "--disable-dev-shm-usage"]
+WAIT_MS = 30_000
+"""How long a state may take to appear on a busy machine (a bound, not a pause)."""
+
+
+@pytest.mark.slow
+def test_click_through_runs_episode_compare_in_chromium(view_db, tmp_path):
+    assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install -y chromium"
+    frame = load_episodes(view_db.path, run_id=view_db.run_id)
+    failures = frame[~frame.success].sort_values(["policy", "suite", "task_id", "eval_seed"])
+    dialogs, errors, requests = [], [], []
+    with start_in_thread(view_db.path) as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(WAIT_MS)
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.on("request", lambda request: requests.append(request.url))
+
+            page.goto(base)  # runs
+            run_row = page.locator("#runs tbody tr", has_text=view_db.run_id)
+            expect(run_row).to_contain_text("ValueError: 4", timeout=WAIT_MS)
+            run_row.locator("a.run-link").click()  # -> its episodes
+            expect(page).to_have_url(re.compile(rf"/episodes\?run={view_db.run_id}$"),
+                                     timeout=WAIT_MS)
+            expect(page.locator("#count")).to_contain_text(f"{len(frame)} episodes",
+                                                           timeout=WAIT_MS)
+
+            page.select_option("#f-success", "0")  # filter to failures (submits itself)
+            expect(page).to_have_url(re.compile(r"success=0"), timeout=WAIT_MS)
+            expect(page.locator("#count")).to_contain_text(f"{len(failures)} episodes",
+                                                           timeout=WAIT_MS)
+            expect(page.locator("#f-success")).to_have_value("0", timeout=WAIT_MS)
+            first = failures.iloc[0]
+            page.locator("#episodes a.episode-link").first.click()  # -> one episode
+            expect(page.locator("h1")).to_have_text(f"Episode {first.task_id}",
+                                                    timeout=WAIT_MS)
+            expect(page.locator("#facts")).to_contain_text(first.policy, timeout=WAIT_MS)
+            if first.status == "error":
+                expect(page.locator("#error")).to_contain_text("ValueError", timeout=WAIT_MS)
+
+            page.locator("a.compare-link", has_text="oracle").click()  # -> compare
+            expect(page.locator("#side-by-side thead")).to_contain_text("oracle",
+                                                                        timeout=WAIT_MS)
+            expect(page.locator("#paired")).to_be_visible(timeout=WAIT_MS)
+            expect(page.locator("#divergence")).to_contain_text("first divergence at step",
+                                                                timeout=WAIT_MS)
+            expect(page.locator("#side-by-side tr.diverge")).to_have_count(1, timeout=WAIT_MS)
+            page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
+
+            page.goto(f"{base}episodes")  # search text
+            page.fill("#f-q", "Available actions")
+            page.press("#f-q", "Enter")
+            expect(page).to_have_url(re.compile(r"q=Available\+actions"), timeout=WAIT_MS)
+            sokoban = load_episodes(view_db.path, suite="sokoban@1")
+            expect(page.locator("#count")).to_contain_text(f"{len(sokoban)} episodes",
+                                                           timeout=WAIT_MS)
+
+            page.get_by_role("link", name="Leaderboard").click()
+            expect(page.locator("#leaderboard tbody tr")).not_to_have_count(0, timeout=WAIT_MS)
+
+            page.goto(f"{base}episode?" + urlencode(dict(
+                run=HOSTILE_RUN, policy="<svg onload=alert(3)>", suite="frozenlake@1",
+                task="4x4-0250", seed=0, sample=0)))
+            shown = page.locator("#step-0 pre.text").first
+            expect(shown).to_contain_text("<script>alert(1)</script>", timeout=WAIT_MS)
+            expect(shown).to_contain_text("\\x1b[31mred", timeout=WAIT_MS)
+            expect(shown.locator("span.ctl")).to_have_count(HOSTILE.count("\x1b"),
+                                                            timeout=WAIT_MS)
+            fold = page.locator("#step-1 details.fold").first
+            fold.locator("summary").click()
+            expect(fold).to_have_attribute("open", "", timeout=WAIT_MS)
+            page.screenshot(path=str(tmp_path / "hostile.png"), full_page=True)
+        finally:
+            browser.close()
+    assert dialogs == [] and errors == [], (dialogs, errors)
+    assert requests and all(url.startswith(base) for url in requests), requests
+    for name in ("compare.png", "hostile.png"):
+        shot = (tmp_path / name).read_bytes()
+        assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000
