@@ -1,4 +1,4 @@
-"""Core values shared by every layer: errors, seeds, and name lookup.
+"""Core values shared by every layer: errors, seeds, name lookup and text hygiene.
 
 Everything else in the project may import this module; it imports nothing from the project.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +23,7 @@ __all__ = [
     "MissingDependencyError",
     "require",
     "read_toml",
+    "escape_controls",
     "stable_hash",
     "derive_seed",
     "make_rng",
@@ -96,6 +98,20 @@ def last_line(text: str | None) -> str:
     the line of a traceback or a process's output that says what happened."""
     lines = (text or "").strip().splitlines()
     return lines[-1] if lines else ""
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every control character except newline and tab (C0, DEL and C1: Unicode
+    category Cc) written as a visible ``\\xNN`` escape: two lower-case hex digits of its code
+    point, one form for all (``"a\\0b\\033[31m"`` becomes ``a\\x00b\\x1b[31m``, a carriage
+    return ``\\x0d``, the C1 NEL ``\\x85``). Backslashes already in `text` are kept, so the
+    form reads back exactly wherever the source had no ``\\x`` of its own. Sandboxed families
+    apply it to command output before it becomes an observation (the model's input and the
+    store's observation column); the raw text stays in the sandbox's `CommandResult`."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
 
 
 def stable_hash(text: str) -> int:

@@ -77,7 +77,7 @@ _NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts
 _HOLD = (  # $1 lowerdirs, $2 upper, $3 work, $4 merged, then (host, mount point, ro|rw) per
     # bind; then a user namespace, mapped by us
     'mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" && shift 4 && '
-    'while [ $# -gt 0 ]; do { if [ -d "$1" ]; then mkdir "$2"; else touch "$2"; fi; } && '
+    'while [ $# -gt 0 ]; do { if [ -d "$1" ]; then mkdir -p "$2"; else touch "$2"; fi; } && '
     'mount --bind "$1" "$2" && mount -o "remount,bind,$3" "$2" && shift 3 || exit 1; done && '
     "exec unshare --user -- /bin/sh -c 'echo ready && exec cat >/dev/null'")
 _MOUNT_HOLD = (  # the probe: the same mounts, then bwrap in the user namespace

@@ -1,4 +1,4 @@
-"""AppWorld: ``appworld-lite@1`` (AppWorld's protocol and grading on project-written apps)
+"""AppWorld: ``appworld-lite@2`` (AppWorld's protocol and grading on project-written apps)
 and an adapter for the official engine (`tasks.appworld.official`, for users with its data)."""
 
 from tasks.appworld.suite import AppWorldLiteSuite

@@ -5,14 +5,23 @@ Modelled on AppWorld's apps (``supervisor``, ``api_docs``, ``simple_note``, ``ph
 token, paginated listings (``page_index``, ``page_limit``), errors as one message. The world's
 database lives on the host; the agent reaches these functions only through the API server
 (`tasks.appworld.server`).
+
+Access tokens are issued by an app's ``login`` and bound to the episode: each `Apps` draws one
+random 128-bit token per app from the generator it is given (the env derives it from the
+episode's seed and world, so a replay sees the same tokens and any other episode other ones).
+A call with any other token (a made-up one, another app's, another episode's) is refused with
+upstream AppWorld's 401 message, `INVALID_TOKEN`.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import sqlite3
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 SCHEMA = """
 CREATE TABLE supervisor (id INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT, email TEXT,
@@ -40,6 +49,10 @@ APP_DESCRIPTIONS = {
     "venmo": "A payment app: balance, payments sent and received, payment requests.",
 }
 PAGE_LIMIT_MAX = 20
+LOGIN_APPS = ("simple_note", "phone", "venmo")
+INVALID_TOKEN = ("You are either not authorized to access this {app} API endpoint or your "
+                 "access token is missing, invalid or expired.")
+"""Upstream AppWorld's message for a call without a valid token (its HTTP 401 body)."""
 
 
 class ApiError(Exception):
@@ -53,10 +66,12 @@ def _page(rows: list[dict], page_index: int, page_limit: int) -> list[dict]:
 
 
 class Apps:
-    """Every API of the world in one object; `call(app, api, kwargs)` dispatches."""
+    """Every API of the world in one object; `call(app, api, kwargs)` dispatches. `rng`
+    draws this episode's access tokens (one per app in `LOGIN_APPS`)."""
 
-    def __init__(self, db: sqlite3.Connection, now: str):
+    def __init__(self, db: sqlite3.Connection, now: str, rng: np.random.Generator):
         self.db, self.now = db, now
+        self._tokens = {app: rng.bytes(16).hex() for app in LOGIN_APPS}
         db.row_factory = sqlite3.Row
         self._routes: dict[tuple[str, str], Callable[..., Any]] = {
             (name.split("__")[0], name.split("__")[1]): getattr(self, name)
@@ -82,12 +97,12 @@ class Apps:
         stored = self._rows("SELECT password FROM account_password WHERE account_name=?", app)
         if username != email or not stored or stored[0]["password"] != password:
             raise ApiError("Invalid credentials.")
-        return {"access_token": f"{app}-token"}
+        return {"access_token": self._tokens[app], "token_type": "Bearer"}
 
-    @staticmethod
-    def _auth(app: str, access_token: str) -> None:
-        if access_token != f"{app}-token":
-            raise ApiError("Invalid or missing access_token; log in first.")
+    def _auth(self, app: str, access_token: Any) -> None:
+        if not (isinstance(access_token, str) and hmac.compare_digest(
+                access_token.encode(), self._tokens[app].encode())):
+            raise ApiError(INVALID_TOKEN.format(app=app))
 
     # ---- api_docs ----------------------------------------------------------------------------
     def api_docs__show_app_descriptions(self) -> list[dict]:

@@ -1,8 +1,9 @@
 """One ``appworld-lite`` task: Python cells in the sandbox against a seeded world.
 
 Protocol as AppWorld's: each action is a Python code cell (a fenced ```python block or bare
-code) that may call ``apis.<app>.<api>(...)``; its printed output is the observation; the
-episode ends when the code calls ``apis.supervisor.complete_task(...)`` or at the step limit.
+code) that may call ``apis.<app>.<api>(...)``; its printed output is the observation (control
+characters other than newline and tab escaped by `escape_controls`); the episode ends when the
+code calls ``apis.supervisor.complete_task(...)`` or at the step limit.
 Definitions and picklable variables carry over between cells (AppWorld keeps one IPython
 shell; here each cell is a fresh process, so open files, sockets and generators do not).
 A cell that is not valid Python is invalid and changes nothing. The grader compares the
@@ -12,6 +13,7 @@ world's database before and after (`tasks.appworld.grading`).
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 import sqlite3
@@ -19,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness.core import escape_controls, make_rng
 from tasks.appworld.apps import APP_DESCRIPTIONS
 from tasks.appworld.grading import Expectation, grade
 from tasks.appworld.server import CLIENT_DIR, SOCKET_DIR, ApiServer, client_files
@@ -70,7 +73,7 @@ class AppWorldLiteEnv:
         self._start: sqlite3.Connection | None = None
         self._steps, self._done = 0, False
 
-    def _open(self) -> None:
+    def _open(self, seed: int) -> None:
         self.close()
         db = sqlite3.connect(":memory:", check_same_thread=False)
         db.deserialize(self._world)
@@ -78,7 +81,8 @@ class AppWorldLiteEnv:
         db.commit()
         self._start = sqlite3.connect(":memory:", check_same_thread=False)
         self._start.deserialize(db.serialize())
-        self._server = ApiServer(db, NOW)
+        world = hashlib.blake2b(self._world, digest_size=16).hexdigest()
+        self._server = ApiServer(db, NOW, make_rng("appworld-lite tokens", world, seed))
         rootfs = build_rootfs(BASE_RECIPE)
         self._sandbox = Sandbox(rootfs, limits=self.limits,
                                 binds=[Bind(self._server.socket_dir, SOCKET_DIR)])
@@ -90,7 +94,9 @@ class AppWorldLiteEnv:
             self._sandbox.copy_in(Path(staging), CLIENT_DIR)
 
     def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
-        self._open()
+        """A fresh world and sandbox; `seed` (with the world) draws the episode's access
+        tokens."""
+        self._open(seed)
         self._steps, self._done = 0, False
         apps = ", ".join(APP_DESCRIPTIONS)
         return (f"{INSTRUCTIONS}\n\nApps: {apps}.\nTask: {self.instruction}",
@@ -118,7 +124,8 @@ class AppWorldLiteEnv:
             obs = "Not a Python code cell; nothing ran."
             return self._end(obs, invalid=True, truncated=truncated)
         result = self._sandbox.run(f"python3 {CLIENT_DIR}/run_cell.py", stdin=code)
-        obs = result.output + ("\n[the cell timed out]" if result.timed_out else "")
+        obs = escape_controls(result.output) + ("\n[the cell timed out]" if result.timed_out
+                                                 else "")
         return self._end(obs, invalid=False, truncated=truncated)
 
     def _end(self, obs: str, *, invalid: bool, truncated: bool) -> StepResult:

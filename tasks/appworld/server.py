@@ -19,6 +19,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tasks.appworld.apps import ApiError, Apps
 
 SOCKET_DIR = "/run/appworld"
@@ -45,9 +47,9 @@ class _Handler(socketserver.StreamRequestHandler):
 class ApiServer:
     """Serves `Apps` over a Unix socket in a fresh host directory (`socket_dir`)."""
 
-    def __init__(self, db: sqlite3.Connection, now: str):
+    def __init__(self, db: sqlite3.Connection, now: str, rng: np.random.Generator):
         self.db, self.lock = db, threading.Lock()
-        self.apps = Apps(db, now)
+        self.apps = Apps(db, now, rng)
         self.socket_dir = Path(tempfile.mkdtemp(prefix="appworld-lite-"))
         os.chmod(self.socket_dir, 0o755)
         path = self.socket_dir / SOCKET_NAME

@@ -1,4 +1,4 @@
-"""Suite ``appworld-lite@1``: AppWorld's protocol and grading style on apps this project wrote.
+"""Suite ``appworld-lite@2``: AppWorld's protocol and grading style on apps this project wrote.
 
 AppWorld's official engine (PyPI ``appworld``) pins pydantic 1, FastAPI 0.110 and SQLAlchemy
 1.4, which conflict with this project's dependencies, so it cannot run in the harness's
@@ -6,6 +6,8 @@ environment; this suite keeps AppWorld's action protocol (Python cells calling
 ``apis.<app>.<api>``, ``apis.supervisor.complete_task``), its difficulty levels and its
 database-diff grading (expected changes made, no collateral changes) over five small
 SQLite-backed apps (`tasks.appworld.apps`) and seeded worlds. Task type = difficulty level.
+Version 2: access tokens are issued by login and bound to the episode (version 1 accepted the
+constant ``<app>-token``, so an agent could skip the login).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class AppWorldLiteSuite(SuiteBase):
     """Nine templates (three per difficulty level) x ten seeded worlds each."""
 
     name = "appworld-lite"
-    version = 1
+    version = 2
     description = ("AppWorld-style API tasks (Python cells calling apis.<app>.<api>, graded by "
                    "database diff: expected changes, no collateral changes) on five small "
                    "project-written apps; difficulty levels 1-3")

@@ -4,9 +4,10 @@ The task's setup steps that need no GUI run in a Debian root filesystem (`OSWORL
 as the VM user (home ``/home/user``): ``execute`` and ``command`` run; ``launch``, ``open``,
 ``activate_window`` and keystrokes sent with ``pyautogui`` leave nothing on disk and are
 skipped; ``sleep`` passes no time. The agent acts with shell and Python through text actions
-and ends with ``DONE`` (or ``FAIL`` to declare the task infeasible, as upstream); the official
-evaluator functions then score the sandbox's state (`tasks.osworld.grading`). Expected values
-stay on the host: nothing of the evaluator is written into the sandbox.
+(their output, control characters escaped, is the observation) and ends with ``DONE`` (or
+``FAIL`` to declare the task infeasible, as upstream); the official evaluator functions then
+score the sandbox's state (`tasks.osworld.grading`). Expected values stay on the host: nothing
+of the evaluator is written into the sandbox.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from harness.core import escape_controls
 from tasks.base import StepResult
 from tasks.osworld.capability import is_gui_input
 from tasks.osworld.grading import FAIL, evaluate
@@ -148,7 +150,7 @@ class OSWorldFilesEnv:
         else:
             result = self._sandbox.run(code, cwd=USER_HOME)
         status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
-        return f"{result.output}\n[{status}]"
+        return f"{escape_controls(result.output)}\n[{status}]"
 
     def _finish(self, obs: str, *, invalid: bool, terminal: bool,
                 truncated: bool) -> StepResult:

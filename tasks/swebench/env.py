@@ -13,8 +13,9 @@ An action is one JSON object naming a tool (a bare ``submit`` is accepted too):
   optional, and any tool call may carry ``"submit": true`` to submit right after it.
 
 The prediction is the ``git diff`` of the work tree against ``base_commit`` (new files
-included), graded by the backend in a fresh sandbox; reward 1 iff resolved. Observations are
-cut to `observation_chars` (head and tail kept, the cut stated); the episode is truncated at
+included), graded by the backend in a fresh sandbox; reward 1 iff resolved. Command output
+has its control characters escaped (`escape_controls`); observations are cut to
+`observation_chars` (head and tail kept, the cut stated); the episode is truncated at
 `max_steps`, and a truncated episode is graded on its work tree as it stands (SWE-agent's
 auto-submission). `snapshot()`/`restore()` copy the sandbox's writable layer.
 """
@@ -25,6 +26,7 @@ import json
 import shlex
 from typing import Any
 
+from harness.core import escape_controls
 from tasks.base import StepResult
 from tasks.swebench.data import Instance
 
@@ -145,7 +147,7 @@ class SweEnv:
     def _run(self, command: str) -> str:
         result = self._sandbox.run(command, cwd="/testbed", timeout_s=self.command_timeout_s)
         status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
-        return f"{result.output}\n[{status}]"
+        return f"{escape_controls(result.output)}\n[{status}]"
 
     def _path(self, call: dict[str, Any]) -> str:
         path = self._field(call, "path")

@@ -1,7 +1,12 @@
-"""Errors, seeds and name suggestions."""
+"""Errors, seeds, name suggestions and control-character escaping."""
+
+import re
+import unicodedata
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.core import (
     HarnessError,
@@ -56,3 +61,36 @@ def test_last_line_hand_cases():
     assert last_line("Traceback ...\n  File x\nValueError: boom\n\n") == "ValueError: boom"
     assert last_line("ok 3\n") == "ok 3"
     assert last_line("") == "" and last_line(None) == "" and last_line("\n \n") == ""
+
+
+def test_escape_controls_hand_cases():
+    from harness.core import escape_controls
+
+    assert escape_controls("a\0b\x1b[31mc") == "a\\x00b\\x1b[31mc"
+    assert escape_controls("50%\r100%\n") == "50%\\x0d100%\n"
+    assert escape_controls("del\x7f nel\x85 csi\x9b") == "del\\x7f nel\\x85 csi\\x9b"
+    assert escape_controls("\x01\x08\x0b\x0c\x1f") == "\\x01\\x08\\x0b\\x0c\\x1f"
+    assert escape_controls("col\tumn\nnext") == "col\tumn\nnext"
+    assert escape_controls("héllo → 世界 \u00a0 🙂 \\n") == "héllo → 世界 \u00a0 🙂 \\n"
+    assert escape_controls("") == ""
+
+
+_TEXT = st.text(st.characters(codec="utf-8"))
+
+
+@given(_TEXT)
+def test_escape_controls_leaves_no_control_but_newline_and_tab(text):
+    from harness.core import escape_controls
+
+    escaped = escape_controls(text)
+    assert {c for c in escaped if unicodedata.category(c) == "Cc"} <= {"\n", "\t"}
+    if "\\x" not in text:  # the form reads back exactly
+        assert re.sub(r"\\x([0-9a-f]{2})", lambda m: chr(int(m.group(1), 16)), escaped) == text
+
+
+@given(st.text(st.characters(codec="utf-8", exclude_categories=("Cc",),
+                             include_characters="\n\t")))
+def test_escape_controls_keeps_printable_text(text):
+    from harness.core import escape_controls
+
+    assert escape_controls(text) == text

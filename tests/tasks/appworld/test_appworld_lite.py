@@ -1,15 +1,18 @@
 """appworld-lite: seeded worlds, the database-diff grader, the API server in the sandbox,
-oracle 100%, doing nothing 0%, collateral-damage probes caught, no way to the database."""
+oracle 100%, doing nothing 0%, collateral-damage and skipped-login probes caught, tokens bound
+to the episode, no way to the database."""
 
 import collections
 import sqlite3
 
+import numpy as np
 import pytest
 
 from tasks import get_suite
-from tasks.appworld.apps import ApiError, Apps
+from tasks.appworld.apps import INVALID_TOKEN, LOGIN_APPS, ApiError, Apps
 from tasks.appworld.env import parse_cell
 from tasks.appworld.grading import Expectation, grade
+from tasks.appworld.server import call_direct
 from tasks.appworld.world import NOW, build_world, world_bytes
 from tasks.sandbox import Limits, sandbox_available
 
@@ -27,11 +30,13 @@ PROBES = {  # collateral damage added to the reference program, just before comp
                      "password=passwords['venmo'])['access_token'], "
                      "receiver_email='stranger@example.com', amount=1.0)\n",
 }
+LOGIN = '    return getattr(apis, app).login(username=me, password=passwords[app])["access_token"]'
+"""The reference programs' login helper (the `PRELUDE` of `tasks.appworld.templates`)."""
 
 
 @pytest.fixture(scope="module")
 def suite():
-    return get_suite("appworld-lite@1")
+    return get_suite("appworld-lite@2")
 
 
 def test_worlds_are_seeded():
@@ -46,23 +51,70 @@ def test_suite_has_three_difficulty_levels(suite):
     assert suite.comparability.generated_records
 
 
-def _world():
+def _world(token_seed=0):
     start = build_world(5)
     end = sqlite3.connect(":memory:", check_same_thread=False)
     end.deserialize(start.serialize())
-    return start, end, Apps(end, NOW)
+    return start, end, Apps(end, NOW, np.random.default_rng(token_seed))
+
+
+def _login(apps, app):
+    (password,) = apps.db.execute("SELECT password FROM account_password WHERE "
+                                  "account_name=?", (app,)).fetchone()
+    (email,) = apps.db.execute("SELECT email FROM supervisor").fetchone()
+    return apps.call(app, "login", {"username": email, "password": password})["access_token"]
+
+
+def _refused(apps, app, token):
+    api = {"simple_note": "search_notes", "phone": "search_contacts",
+           "venmo": "show_balance"}[app]
+    try:
+        apps.call(app, api, {"access_token": token})
+    except ApiError as exc:
+        return str(exc) == INVALID_TOKEN.format(app=app)
+    return False
+
+
+def test_the_issued_token_works_and_is_the_same_on_a_second_login():
+    _, _, apps = _world()
+    token = _login(apps, "venmo")
+    assert apps.call("venmo", "show_balance", {"access_token": token})["balance"] > 0
+    assert _login(apps, "venmo") == token and len(token) == 32
+    assert _login(_world()[2], "venmo") == token  # same episode seed: same tokens (replays)
+
+
+def test_constant_missing_and_malformed_tokens_are_refused_with_upstreams_message():
+    _, _, apps = _world()
+    assert INVALID_TOKEN.format(app="phone") == (
+        "You are either not authorized to access this phone API endpoint or your access token "
+        "is missing, invalid or expired.")
+    for app in LOGIN_APPS:
+        _login(apps, app)
+        for token in (f"{app}-token", "", None, 7, "\u00e9", _login(apps, app)[:-1]):
+            assert _refused(apps, app, token), (app, token)
+    with pytest.raises(ApiError, match="Bad arguments"):  # no token at all: upstream's 422
+        apps.call("venmo", "show_balance", {})
+
+
+def test_another_apps_or_another_episodes_token_is_refused():
+    _, _, apps = _world(token_seed=0)
+    _, _, other = _world(token_seed=1)
+    tokens = {app: _login(apps, app) for app in LOGIN_APPS}
+    assert len(set(tokens.values())) == len(LOGIN_APPS)
+    for app in LOGIN_APPS:
+        assert _refused(apps, app, _login(other, app))
+        for foreign in LOGIN_APPS:
+            assert _refused(apps, app, tokens[foreign]) == (foreign != app)
 
 
 def test_grader_hand_cases():
     start, end, apps = _world()
-    (password,) = end.execute("SELECT password FROM account_password WHERE "
-                              "account_name='simple_note'").fetchone()
     (email,) = end.execute("SELECT email FROM supervisor").fetchone()
     want = Expectation(added={"note": ({"title": "T", "content": "c", "tags": ["x"]},)})
     assert dict(grade(start, end, want)) == {"the task is marked complete": False,
                                              "expected note rows added": False,
                                              "no collateral changes": True}
-    token = apps.call("simple_note", "login", {"username": email, "password": password})
+    token = {"access_token": _login(apps, "simple_note")}
     apps.call("simple_note", "create_note", {**token, "title": "T", "content": "c",
                                              "tags": ["x"]})
     apps.call("supervisor", "complete_task", {})
@@ -80,10 +132,22 @@ def test_cell_parsing():
     assert parse_cell("") is None
 
 
+def _episode_tokens(env):
+    """The tokens the current episode's logins issue (asked from the host)."""
+    me = call_direct(env._server, "supervisor", "show_profile")["email"]
+    passwords = {a["account_name"]: a["password"]
+                 for a in call_direct(env._server, "supervisor", "show_account_passwords")}
+    return {app: call_direct(env._server, app, "login", username=me,
+                             password=passwords[app])["access_token"] for app in LOGIN_APPS}
+
+
 def _outcomes(suite, task_id):
     env = suite.make_env(task_id)
     try:
+        env.reset(seed=1)
+        foreign = _episode_tokens(env)  # another episode of the same task
         env.reset(seed=0)
+        assert set(foreign.values()).isdisjoint(_episode_tokens(env).values())
         snap = env.snapshot()
         outcomes = {"oracle": env.step(env.oracle_action()).info["won"]}
         env.restore(snap)
@@ -92,6 +156,12 @@ def _outcomes(suite, task_id):
             env.restore(snap)
             program = env.solution.replace("apis.supervisor.complete_task(",
                                            code + "apis.supervisor.complete_task(")
+            outcomes[name] = env.step(f"```python\n{program}```").info["won"]
+        for name, login in (("constant-token", '    return f"{app}-token"'),
+                            ("foreign-token", f"    return {foreign!r}[app]")):
+            env.restore(snap)
+            assert LOGIN in env.solution
+            program = env.solution.replace(LOGIN, login)
             outcomes[name] = env.step(f"```python\n{program}```").info["won"]
         return outcomes
     finally:
