@@ -2,10 +2,12 @@
 opened read-only per request (``mode=ro``), so the viewer runs beside a live ``harness run``
 and shows what it has committed so far.
 
-Routes (every page's state in its query string): ``/`` runs; ``/leaderboard?run=&suite=``
-(the rows of `harness.report.leaderboard.leaderboard_table` formatted by its `format_row`,
-the computation behind ``harness leaderboard``); ``/episodes?run=&policy=&suite=&task_type=
-&status=&success=&flag=&q=&page=``; ``/episode?run=&policy=&suite=&task=&seed=&sample=``;
+Routes (every page's state in its query string): ``/`` runs; ``/leaderboard?run=&suite=
+&task_type=`` (the rows of `harness.report.leaderboard.leaderboard_table` formatted by its
+`format_row`, the computation behind ``harness leaderboard``, computed in the background by
+`harness.view.boards`; drill-down suite -> task type -> task) and ``/leaderboard/status``
+(JSON: computing, ready or failed); ``/audits`` (stored audits, `harness.view.audits`);
+``/episodes?run=&policy=&suite=&task_type=&task=&status=&success=&flag=&q=&page=``; ``/episode?run=&policy=&suite=&task=&seed=&sample=``;
 ``/compare?run=&a=&b=[&suite=][&task=&seed=&sample=]``. Unknown ids answer 404, malformed
 parameters 400. Every response carries a Content-Security-Policy that runs only the page's
 own script (by nonce), a second line of defence behind escaping.
@@ -17,35 +19,34 @@ import os
 import secrets
 import socket
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from harness.core import HarnessError
 from harness.records import EpisodeKey
 from harness.store import Store
 from harness.view import pages
-from harness.view.html import esc, layout
+from harness.view.boards import (LEADERBOARD_WAIT_S, Board, Leaderboards, compute_board,
+                                 fingerprint)
+from harness.view.html import esc, layout, url
 from harness.view.queries import (PAGE_SIZE, EpisodeFilter, filter_choices, first_divergence,
-                                  list_episodes, list_runs, load_episode, paired_outcomes)
+                                  list_episodes, list_runs, load_episode, paired_outcomes,
+                                  task_outcomes)
 
 __all__ = ["create_app", "serve", "start_in_thread"]
 
-LEADERBOARD_CACHE = 16
-"""Leaderboards kept per app, keyed by filter and the store's episode count and last write."""
-
-
 def _csp(nonce: str) -> str:
     return (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; "
-            "img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+            "img-src data:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+            "frame-ancestors 'none'")
 
 
 def _page(title: str, body: str, *, status: int = 200) -> HTMLResponse:
@@ -71,13 +72,16 @@ def _required(request: Request, *names: str) -> list[str]:
     return [request.query_params[n] for n in names]
 
 
-def create_app(db: str | os.PathLike, *, page_size: int = PAGE_SIZE) -> Starlette:
+def create_app(db: str | os.PathLike, *, page_size: int = PAGE_SIZE,
+               leaderboard_wait_s: float = LEADERBOARD_WAIT_S,
+               compute: Callable[[Path, str, str], Board] = compute_board) -> Starlette:
     """The viewer over the results database `db` (which must exist); `page_size` episodes
-    per page of the episode list."""
+    per page of the episode list. Leaderboards are computed by `compute` in a background
+    thread (`harness.view.boards`), the default one from the app's start; a page waits
+    `leaderboard_wait_s` for its leaderboard before answering with a placeholder."""
     path = Path(db)
     Store(path, readonly=True).close()  # fail now, with the store's one-line error
-    boards: OrderedDict[tuple, tuple] = OrderedDict()
-    lock = threading.Lock()
+    boards = Leaderboards(path, compute=compute)
 
     @contextmanager
     def store() -> Iterator[Store]:
@@ -89,21 +93,32 @@ def create_app(db: str | os.PathLike, *, page_size: int = PAGE_SIZE) -> Starlett
             return _page("Runs", pages.runs_page(list_runs(s)))
 
     def leaderboard(request: Request) -> HTMLResponse:
-        run, suite = (request.query_params.get(n, "") for n in ("run", "suite"))
+        run, suite, task_type = (request.query_params.get(n, "")
+                                 for n in ("run", "suite", "task_type"))
         with store() as s:
             choices = filter_choices(s, run)
-            fingerprint = tuple(s.query("SELECT COUNT(*), MAX(finished_at) FROM episodes")[0])
-        key = (run, suite, fingerprint)
-        with lock:
-            cached = boards.get(key)
-        if cached is None:
-            cached = _leaderboard(path, run, suite)
-            with lock:
-                boards[key] = cached
-                while len(boards) > LEADERBOARD_CACHE:
-                    boards.popitem(last=False)
-        return _page("Leaderboard", pages.leaderboard_page(*cached[:4], choices, run, suite,
-                                                           *cached[4:]))
+            stamp = fingerprint(s)
+            tasks = task_outcomes(s, run, suite, task_type) if suite and task_type else None
+        board = boards.get(run, suite, stamp, leaderboard_wait_s)
+        status = url("/leaderboard/status", run=run, suite=suite)
+        return _page("Leaderboard", pages.leaderboard_page(board, choices, run, suite,
+                                                           task_type, tasks, status))
+
+    def leaderboard_status(request: Request) -> JSONResponse:
+        run, suite = (request.query_params.get(n, "") for n in ("run", "suite"))
+        with store() as s:
+            stamp = fingerprint(s)
+        found = boards.future(run, suite, stamp)
+        state = ("computing" if not found.done() else
+                 "failed" if found.exception() is not None else "ready")
+        return JSONResponse({"state": state}, headers={"Cache-Control": "no-store"})
+
+    def audits(request: Request) -> HTMLResponse:
+        from harness.view.audits import audits_page, stored_audits
+
+        with store() as s:
+            found, unreadable = stored_audits(s)
+        return _page("Audits", audits_page(found, unreadable))
 
     def episodes(request: Request) -> HTMLResponse:
         selected = EpisodeFilter.from_query(request.query_params)
@@ -150,31 +165,24 @@ def create_app(db: str | os.PathLike, *, page_size: int = PAGE_SIZE) -> Starlett
     async def harness_error(request: Request, exc: HarnessError) -> HTMLResponse:
         return _page("Cannot show this page", f'<p id="error">{esc(exc)}</p>', status=503)
 
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        with store() as s:
+            boards.future("", "", fingerprint(s))  # the page the navigation opens
+        try:
+            yield
+        finally:
+            boards.close()
+
     routes = [Route("/", runs), Route("/leaderboard", leaderboard),
+              Route("/leaderboard/status", leaderboard_status), Route("/audits", audits),
               Route("/episodes", episodes), Route("/episode", episode),
               Route("/compare", compare)]
-    return Starlette(routes=routes, exception_handlers={HTTPException: http_error,
-                                                        HarnessError: harness_error})
-
-
-def _leaderboard(db: Path, run: str, suite: str) -> tuple:
-    """``(header, cells, markdown, notes, by_task_type, message)`` of the leaderboard page:
-    the CLI's computation (`leaderboard_table` over `load_episodes`, cells by `format_row`)."""
-    from harness.report.leaderboard import (HEADER, comparability_notes, format_row,
-                                            leaderboard_markdown, leaderboard_table)
-    from harness.store import load_episodes
-
-    frame = load_episodes(db, run_id=run or None, suite=suite or None)
-    if frame.empty:
-        return HEADER, [], "", [], None, "No episodes match: choose another run or suite."
-    board = leaderboard_table(frame)
-    cells = [format_row(row) for _, row in board.iterrows()]
-    notes = comparability_notes(db, run_id=run or None, suite=suite or None)
-    by_type = None
-    if suite:
-        by_type = frame.groupby(["task_type", "policy"]).agg(
-            n=("success", "size"), successes=("success", "sum")).reset_index()
-    return HEADER, cells, leaderboard_markdown(board), notes, by_type, ""
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error,
+                                                       HarnessError: harness_error},
+                    lifespan=lifespan)
+    app.state.leaderboards = boards
+    return app
 
 
 def bind(host: str, port: int) -> socket.socket:

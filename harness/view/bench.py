@@ -4,8 +4,11 @@ the leaderboard, `load_episodes`, the read the page's statistics start from).
 
 Pages are requested in-process through Starlette's test client (the whole app: routing,
 queries, rendering; no socket). Each time is the median of `REPEATS` requests after one
-warm-up request; the leaderboard is also timed cold (its first request computes it; later
-ones are served from the app's cache until the store changes)."""
+warm-up request. The leaderboard is computed in the app's background thread from its start
+(`harness.view.boards`): its first request is timed on its own (it answers with the numbers,
+or with the placeholder that polls for them), and so is the time from the app's start until
+the numbers are ready; later requests are served from the app's cache until the store
+changes."""
 
 from __future__ import annotations
 
@@ -62,7 +65,7 @@ def _direct(db: Path) -> dict[str, Callable[[], Any]]:
                          "y.task_id = x.task_id AND y.eval_seed = x.eval_seed AND y.sample = "
                          "x.sample WHERE x.run_id = ? AND x.policy_id = ? GROUP BY 1, 2",
                          ("policy-07", "synthetic", "policy-03")),
-        "leaderboard": lambda: load_episodes(db, run_id="synthetic"),
+        "leaderboard": lambda: load_episodes(db),
     }
 
 
@@ -75,13 +78,30 @@ def _pages() -> dict[str, str]:
         "compare": "/compare?" + urlencode(dict(run="synthetic", a="policy-03", b="policy-07",
                                                 suite="synthetic-02@1", task="medium-007",
                                                 seed=1, sample=0)),
-        "leaderboard": "/leaderboard?" + urlencode(dict(run="synthetic")),
+        "leaderboard": "/leaderboard",
     }
 
 
+READY_BOUND_S = 600.0
+"""How long the bench waits for the leaderboard to be computed before it gives up."""
+
+
+def _until_ready(client: Any, started: float) -> float:
+    """Seconds from `started` until ``/leaderboard/status`` says ready (polled)."""
+    while time.perf_counter() - started < READY_BOUND_S:
+        state = client.get("/leaderboard/status").json()["state"]
+        if state == "ready":
+            return time.perf_counter() - started
+        if state == "failed":
+            raise RuntimeError("the leaderboard's computation failed")
+        time.sleep(0.05)
+    raise RuntimeError(f"the leaderboard was not ready after {READY_BOUND_S:.0f}s")
+
+
 def bench_view(db: Path | None = None) -> dict[str, float]:
-    """Seconds per page and per direct query (``page:NAME``, ``sql:NAME``), the cold
-    leaderboard, the episode count and the time to build the store."""
+    """Seconds per page and per direct query (``page:NAME``, ``sql:NAME``), the leaderboard's
+    first request and its time to be ready from the app's start, the episode count and the
+    time to build the store."""
     from starlette.testclient import TestClient
 
     from harness.report.bench import synthetic_store
@@ -95,11 +115,16 @@ def bench_view(db: Path | None = None) -> dict[str, float]:
         with sqlite3.connect(path) as con:
             figures["episodes"] = float(con.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
         con.close()
+        app_started = time.perf_counter()
         with TestClient(create_app(path)) as client:
             pages = _pages()
             started = time.perf_counter()
-            assert client.get(pages["leaderboard"]).status_code == 200
-            figures["leaderboard_cold_s"] = time.perf_counter() - started
+            first = client.get(pages["leaderboard"])
+            figures["leaderboard_first_s"] = time.perf_counter() - started
+            if first.status_code != 200:
+                raise RuntimeError(f"/leaderboard: HTTP {first.status_code}")
+            figures["leaderboard_placeholder"] = float('id="computing"' in first.text)
+            figures["leaderboard_ready_s"] = _until_ready(client, app_started)
             for name, page in pages.items():
                 def get(page: str = page) -> None:
                     response = client.get(page)
@@ -120,6 +145,10 @@ def view_report(args: Any) -> list[str]:
     for name in ("episodes", "episode", "compare", "leaderboard"):
         lines.append(f"{name:12s} {1000 * figures[f'page:{name}']:9.1f} "
                      f"{1000 * figures[f'sql:{name}']:14.1f}")
-    lines.append(f"leaderboard, first request (computed, then cached): "
-                 f"{figures['leaderboard_cold_s']:.2f}s; its baseline is load_episodes")
+    answer = ("the placeholder that polls for the numbers" if figures["leaderboard_placeholder"]
+              else "the numbers")
+    lines.append(f"leaderboard, first request: {1000 * figures['leaderboard_first_s']:.1f} ms "
+                 f"({answer}); numbers ready {figures['leaderboard_ready_s']:.2f}s after the "
+                 "app started (computed in its background thread, then cached); the direct "
+                 "baseline is load_episodes, the read its statistics start from")
     return lines

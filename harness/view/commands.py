@@ -26,9 +26,30 @@ def _check_host(host: str) -> None:
                           "(127.0.0.1, ::1); reach it from elsewhere through an SSH tunnel")
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """``harness view --export DIR``: the static copy, then one line saying what it holds."""
+    from harness.view.export import export_pages
+    from harness.view.queries import EpisodeFilter
+
+    if args.success not in (None, "0", "1"):
+        raise ConfigError(f"--success must be 0 or 1, got {args.success!r}")
+    selected = EpisodeFilter(run=args.run, policy=args.policy, suite=args.suite,
+                             success=args.success or "")
+    summary = export_pages(args.db, args.export, run=args.run, suite=args.suite,
+                           episodes=selected, limit=args.limit)
+    cut = (f" (the first {summary.n_episodes} of {summary.n_matching}; raise --limit for more)"
+           if summary.n_matching > summary.n_episodes else "")
+    print(f"harness view: wrote {len(summary.files)} pages to {summary.folder}: the leaderboard "
+          f"(index.html) and {summary.n_episodes} episodes{cut}; open "
+          f"{summary.folder / 'index.html'}")
+    return 0
+
+
 def cmd_view(args: argparse.Namespace) -> int:
     from harness.view.app import serve
 
+    if args.export:
+        return cmd_export(args)
     _check_host(args.host)
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be in 0..65535, got {args.port}")
@@ -46,4 +67,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="loopback address to listen on "
                    "(default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0: a free one)")
+    p.add_argument("--export", metavar="DIR", help="write a static copy instead of serving: "
+                   "the leaderboard, a list of episodes and each listed episode's page, "
+                   "linked relatively (for a paper's supplement)")
+    p.add_argument("--run", default="", help="with --export: the run (default: all runs)")
+    p.add_argument("--suite", default="", help="with --export: one suite (default: all)")
+    p.add_argument("--policy", default="", help="with --export: list this policy's episodes")
+    p.add_argument("--success", help="with --export: list successes (1) or failures (0) only")
+    p.add_argument("--limit", type=int, default=100,
+                   help="with --export: episodes listed and exported at most (default: 100)")
     p.set_defaults(func=cmd_view)

@@ -127,16 +127,32 @@ document.querySelectorAll('button.expand').forEach(function (b) {
     b.textContent = open ? 'collapse all' : 'expand all';
   });
 });
+var computing = document.getElementById('computing');
+if (computing) {
+  var poll = function () {
+    fetch(computing.dataset.status, {cache: 'no-store'})
+      .then(function (r) { return r.json(); })
+      .then(function (s) {
+        if (s.state === 'computing') { setTimeout(poll, 500); } else { location.reload(); }
+      })
+      .catch(function () { setTimeout(poll, 2000); });
+  };
+  setTimeout(poll, 300);
+}
 """
 
+NAV = (("/", "Runs"), ("/leaderboard", "Leaderboard"), ("/episodes", "Episodes"),
+       ("/compare", "Compare"), ("/audits", "Audits"))
+"""The navigation of the served viewer: (href, label)."""
 
-def layout(title: str, body: str, *, nonce: str) -> str:
+
+def layout(title: str, body: str, *, nonce: str,
+           nav: Sequence[tuple[str, str]] = NAV, head: str = "") -> str:
     """A whole page: the navigation, `body` (HTML) and the one inline script (allowed by
-    its nonce only: the page's Content-Security-Policy runs no other script)."""
-    nav = "".join(link(href, label) for href, label in (
-        ("/", "Runs"), ("/leaderboard", "Leaderboard"), ("/episodes", "Episodes"),
-        ("/compare", "Compare")))
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+    its nonce only: the page's Content-Security-Policy runs no other script). `head`: extra
+    HTML for the ``<head>`` (a static copy's CSP as a meta tag)."""
+    nav = "".join(link(href, label) for href, label in nav)
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{head}'
             f"<title>{esc(title)} · harness view</title><style>{STYLE}</style></head>"
             f"<body><header><nav>{nav}</nav></header><main><h1>{esc(title)}</h1>{body}</main>"
             f'<script nonce="{esc(nonce)}">{SCRIPT}</script></body></html>')

@@ -7,12 +7,11 @@ import json
 import time
 from collections.abc import Sequence
 
-import pandas as pd
-
 from harness.records import StepRecord
+from harness.view.boards import Board
 from harness.view.html import esc, link, number, select, table, text_block, url
 from harness.view.queries import (FLAGS, EpisodeDetail, EpisodePage, EpisodeRow,
-                                  PairedOutcomes, RunSummary)
+                                  PairedOutcomes, RunSummary, TaskOutcomes)
 
 
 def _when(stamp: float | None) -> str:
@@ -64,33 +63,65 @@ def runs_page(runs: Sequence[RunSummary]) -> str:
 
 
 # -- leaderboard ----------------------------------------------------------------------------
-def leaderboard_page(header: Sequence[str], cells: Sequence[Sequence[str]], markdown: str,
-                     notes: Sequence[str], choices: dict[str, list[str]], run: str, suite: str,
-                     by_task_type: pd.DataFrame | None, message: str = "") -> str:
-    """`cells`: `harness.report.leaderboard.format_row` of each row (the CLI's strings)."""
+def _task_table(run: str, suite: str, task_type: str, tasks: TaskOutcomes) -> str:
+    """The drill-down's last level: each task of `task_type`, each policy's successes."""
+    rows = []
+    for task in tasks.tasks:
+        cells = [link(url("/episodes", run=run, suite=suite, task=task), task,
+                      **{"class": "task-link"})]
+        for policy in tasks.policies:
+            n, won = tasks.counts.get((task, policy), (0, 0))
+            cells.append(link(url("/episodes", run=run, suite=suite, task=task,
+                                  policy=policy), f"{won}/{n}") if n else "—")
+        rows.append(cells)
+    return (f"<h2>{esc(suite)} / {esc(task_type)} by task (successes / episodes)</h2>"
+            + table(["task", *tasks.policies], rows, id="by-task"))
+
+
+def leaderboard_page(board: Board | None, choices: dict[str, list[str]], run: str, suite: str,
+                     task_type: str = "", tasks: TaskOutcomes | None = None,
+                     status_url: str = "") -> str:
+    """`board.cells`: `harness.report.leaderboard.format_row` of each row (the CLI's strings);
+    None while it is computed (a placeholder the page's script polls `status_url` for).
+    Drill-down: a suite row opens the suite's task types, a task type its tasks."""
     form = (f'<form class="filters" method="get" action="/leaderboard">'
             f'{select("run", choices["run"], run)}{select("suite", choices["suite"], suite)}'
             f"</form>")
-    if message:
-        return form + f"<p>{esc(message)}</p>"
+    crumbs = [link(url("/leaderboard", run=run), "all suites")]
+    if suite:
+        crumbs.append(link(url("/leaderboard", run=run, suite=suite), suite))
+    if suite and task_type:
+        crumbs.append(esc(task_type))
+    body = form + '<p id="crumbs">' + " › ".join(crumbs) + "</p>"
+    if board is None:
+        return body + (f'<p id="computing" data-status="{esc(status_url)}">Computing the '
+                       "leaderboard (the bootstraps and tests of <code>harness leaderboard"
+                       "</code>); this page reloads itself when the numbers are ready.</p>")
+    if board.message:
+        return body + f"<p>{esc(board.message)}</p>"
     rows = []
-    for row in cells:
+    for row in board.cells:
         row_suite, policy = row[0], row[1]
-        rows.append([link(url("/leaderboard", run=run, suite=row_suite), row_suite),
+        rows.append([link(url("/leaderboard", run=run, suite=row_suite), row_suite,
+                          **{"class": "suite-link"}),
                      link(url("/episodes", run=run, suite=row_suite, policy=policy), policy),
                      *(esc(c) for c in row[2:])])
-    body = form + table(header, rows, id="leaderboard")
-    body += "".join(f'<p class="notes">{esc(line)}</p>' for line in notes)
-    if by_task_type is not None and not by_task_type.empty:
+    body += table(board.header, rows, id="leaderboard")
+    body += "".join(f'<p class="notes">{esc(line)}</p>' for line in board.notes)
+    by_type = board.by_task_type
+    if by_type is not None and not by_type.empty:
         body += f"<h2>{esc(suite)} by task type</h2>" + table(
             ["task type", "policy", "episodes", "successes", "success %"],
-            ([link(url("/episodes", run=run, suite=suite, task_type=r.task_type), r.task_type),
+            ([link(url("/leaderboard", run=run, suite=suite, task_type=r.task_type),
+                   r.task_type, **{"class": "task-type-link"}),
               link(url("/episodes", run=run, suite=suite, task_type=r.task_type,
                        policy=r.policy), r.policy), str(r.n), str(r.successes),
-              f"{100 * r.successes / r.n:.1f}"] for r in by_task_type.itertuples()),
+              f"{100 * r.successes / r.n:.1f}"] for r in by_type.itertuples()),
             id="by-task-type")
+    if tasks is not None:
+        body += _task_table(run, suite, task_type, tasks)
     body += ("<details><summary>Markdown (as <code>harness leaderboard --format markdown</code>"
-             f')</summary><pre class="text" id="markdown">{esc(markdown)}</pre></details>')
+             f')</summary><pre class="text" id="markdown">{esc(board.markdown)}</pre></details>')
     return body
 
 

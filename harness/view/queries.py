@@ -39,6 +39,8 @@ class EpisodeFilter:
     policy: str = ""
     suite: str = ""
     task_type: str = ""
+    task: str = ""
+    """A task id (the drill-down's last level and the audits' links)."""
     status: str = ""
     success: str = ""
     """``"1"`` successes only, ``"0"`` failures only (errored episodes included)."""
@@ -125,7 +127,7 @@ def _where(selected: EpisodeFilter) -> tuple[str, list[Any]]:
     clauses, params = [], []
     for column, value in (("run_id", selected.run), ("policy_id", selected.policy),
                           ("suite", selected.suite), ("task_type", selected.task_type),
-                          ("status", selected.status)):
+                          ("task_id", selected.task), ("status", selected.status)):
         if value:
             clauses.append(f"e.{column} = ?")
             params.append(value)
@@ -315,3 +317,27 @@ def paired_outcomes(store: Store, run_id: str, a: str, b: str, *, suite: str = "
         [*params, limit])
     return PairedOutcomes(a, b, counts, tuple((s, t, e, m, bool(w)) for s, t, e, m, w
                                               in discordant))
+
+
+@dataclass(frozen=True)
+class TaskOutcomes:
+    """Episodes and successes per (task, policy) of one suite's task type: the leaderboard's
+    last drill-down level."""
+
+    policies: tuple[str, ...]
+    tasks: tuple[str, ...]
+    counts: dict[tuple[str, str], tuple[int, int]]
+    """``(task_id, policy) -> (episodes, successes)``."""
+
+
+def task_outcomes(store: Store, run_id: str, suite: str, task_type: str) -> TaskOutcomes:
+    """Per task of `task_type` in `suite` (of `run_id` when given), each policy's episodes and
+    successes (errored episodes count as failures, as on the leaderboard)."""
+    where, params = "suite = ? AND task_type = ?", [suite, task_type]
+    if run_id:
+        where, params = where + " AND run_id = ?", [*params, run_id]
+    rows = store.query(f"SELECT task_id, policy_id, COUNT(*), SUM(success) FROM episodes "
+                       f"WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2", params)
+    counts = {(task, policy): (int(n), int(won or 0)) for task, policy, n, won in rows}
+    return TaskOutcomes(tuple(sorted({p for _, p in counts})),
+                        tuple(dict.fromkeys(t for t, _ in counts)), counts)

@@ -105,3 +105,21 @@ def table_cells(page: str, table_id: str) -> list[list[str]]:
     parser = _Tables()
     parser.feed(page)
     return parser.tables[table_id]
+
+
+@dataclass(frozen=True)
+class AuditDb:
+    path: Path
+    result: object
+    """The `harness.audit.AuditResult` that `harness audit` stored."""
+
+
+@pytest.fixture(scope="package")
+def audit_db(tmp_path_factory) -> AuditDb:
+    """A store holding one real audit of frozenlake@1 (its base and probe runs included)."""
+    from harness.audit import AuditConfig, audit_suite
+
+    path = tmp_path_factory.mktemp("audit") / "audit.db"
+    result = audit_suite(AuditConfig("frozenlake@1", k=2, n_tasks=3, eval_seeds=2, regrades=1,
+                                     max_regraded=3, db=str(path)))
+    return AuditDb(path, result)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -79,6 +80,21 @@ def test_click_through_runs_episode_compare_in_chromium(view_db, tmp_path):
 
             page.get_by_role("link", name="Leaderboard").click()
             expect(page.locator("#leaderboard tbody tr")).not_to_have_count(0, timeout=WAIT_MS)
+            # drill down: suite -> task type -> task -> its episodes
+            page.locator("#leaderboard a.suite-link", has_text="frozenlake@1").first.click()
+            expect(page.locator("#crumbs")).to_contain_text("frozenlake@1", timeout=WAIT_MS)
+            page.locator("#by-task-type a.task-type-link", has_text="4x4").first.click()
+            expect(page.locator("#crumbs")).to_contain_text("4x4", timeout=WAIT_MS)
+            tasks = load_episodes(view_db.path, suite="frozenlake@1")
+            tasks = tasks[tasks.task_type == "4x4"]
+            expect(page.locator("#by-task tbody tr")).to_have_count(tasks.task_id.nunique(),
+                                                                    timeout=WAIT_MS)
+            task = sorted(tasks.task_id.unique())[0]
+            page.locator("#by-task a.task-link", has_text=task).click()
+            expect(page).to_have_url(re.compile(rf"task={task}"), timeout=WAIT_MS)
+            expect(page.locator("#count")).to_contain_text(
+                f"{int((tasks.task_id == task).sum())} episodes", timeout=WAIT_MS)
+            page.screenshot(path=str(tmp_path / "drill-down.png"), full_page=True)
 
             page.goto(f"{base}episode?" + urlencode(dict(
                 run=HOSTILE_RUN, policy="<svg onload=alert(3)>", suite="frozenlake@1",
@@ -96,6 +112,38 @@ def test_click_through_runs_episode_compare_in_chromium(view_db, tmp_path):
             browser.close()
     assert dialogs == [] and errors == [], (dialogs, errors)
     assert requests and all(url.startswith(base) for url in requests), requests
-    for name in ("compare.png", "hostile.png"):
+    for name in ("compare.png", "hostile.png", "drill-down.png"):
         shot = (tmp_path / name).read_bytes()
         assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000
+
+
+@pytest.mark.slow
+def test_leaderboard_placeholder_polls_until_the_numbers_are_ready(view_db):
+    """The page answers before its leaderboard is computed; its script polls the status and
+    reloads once the numbers exist (the computation is held back until the placeholder is on
+    screen, so both states are seen whatever the machine's speed)."""
+    from harness.view.boards import compute_board
+
+    release = threading.Event()
+
+    def held(db, run, suite):
+        assert release.wait(WAIT_MS / 1000), "the test never released the computation"
+        return compute_board(db, run, suite)
+
+    errors = []
+    with start_in_thread(view_db.path, compute=held, leaderboard_wait_s=0) as base, \
+            sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(WAIT_MS)
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(f"{base}leaderboard?run={view_db.run_id}")
+            expect(page.locator("#computing")).to_be_visible(timeout=WAIT_MS)
+            release.set()
+            expect(page.locator("#leaderboard tbody tr")).not_to_have_count(0, timeout=WAIT_MS)
+            expect(page.locator("#computing")).to_have_count(0, timeout=WAIT_MS)
+        finally:
+            release.set()
+            browser.close()
+    assert errors == []
