@@ -4,7 +4,7 @@ A sandbox command has a network namespace of its own with nothing but loopback. 
 network policy is ``registries`` reaches package registries through two pieces:
 
 - `EgressProxy`, on the host: an HTTP proxy listening on a Unix socket in a private
-  directory. It serves ``CONNECT host:port`` (a tunnel: HTTPS) and absolute-URI requests
+  directory (a sandbox root of `tasks.sandbox_gc`, removed after a crash). It serves ``CONNECT host:port`` (a tunnel: HTTPS) and absolute-URI requests
   (``GET http://host:port/path``: pip with a plain-http index, apt) and permits only the
   hosts of its allow-list (by default the Python package index and Debian's archive). Every
   other destination gets ``403`` with the reason, before anything is resolved or connected.
@@ -29,14 +29,12 @@ from __future__ import annotations
 
 import difflib
 import logging
-import os
 import re
 import selectors
 import shlex
 import shutil
 import socket
 import socketserver
-import tempfile
 import threading
 import time
 from collections.abc import Iterable
@@ -44,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tasks.sandbox_gc import make_sandbox_root
 from tasks.sandbox_rootfs import SandboxError
 
 __all__ = ["DEFAULT_ALLOWED", "EGRESS_DIR", "EGRESS_PORT", "EGRESS_SOCKET", "FORWARDER",
@@ -120,20 +119,18 @@ class EgressProxy:
     `start()` and `stop()`; `socket_dir` is what a sandbox binds at `EGRESS_DIR`.
 
     `allow`: host names or ``host:port`` entries. `forward_port`: the forwarder's port inside
-    the sandbox (written into the apt configuration). `parent`: where the private directory
-    is made (default: the temporary directory). Thread-safe.
+    the sandbox (written into the apt configuration). Thread-safe.
     """
 
     def __init__(self, allow: Iterable[str] = DEFAULT_ALLOWED, *,
-                 forward_port: int = EGRESS_PORT, parent: Path | None = None,
-                 connect_timeout_s: float = 30.0, idle_timeout_s: float = 300.0,
-                 max_connections: int = 64):
+                 forward_port: int = EGRESS_PORT, connect_timeout_s: float = 30.0,
+                 idle_timeout_s: float = 300.0, max_connections: int = 64):
         try:
             self.allow = tuple(sorted({_authority(entry.strip(), None) for entry in allow},
                                       key=lambda p: (p[0], p[1] or 0)))
         except ValueError as exc:
             raise SandboxError(f"bad egress allow-list entry: {exc}") from None
-        self.forward_port, self.parent = forward_port, parent
+        self.forward_port = forward_port
         self.connect_timeout_s, self.idle_timeout_s = connect_timeout_s, idle_timeout_s
         self.max_connections = max_connections
         self._lock = threading.Lock()
@@ -167,11 +164,12 @@ class EgressProxy:
         if self._server is not None:
             return self
         self._closing = False
-        # The pid in the name lets a later command tell whether the owner is gone.
-        private = Path(tempfile.mkdtemp(prefix=f"harness-egress-{os.getpid()}-",
-                                        dir=self.parent))
+        # A root with an owner record (tasks.sandbox_gc): if this process dies without
+        # stopping the proxy, the next harness command removes the folder.
+        private = make_sandbox_root(0)
         sock_dir = private / "sock"
         try:
+            private.chmod(0o700)
             sock_dir.mkdir()
             sock_dir.chmod(0o755)
             apt = (f'Acquire::http::Proxy "http://127.0.0.1:{self.forward_port}/";\n'

@@ -16,6 +16,24 @@ def harness_cli():
     return [sys.executable, "-m", "harness.cli"]
 
 
+@pytest.fixture
+def private_tmpdir():
+    """A TMPDIR of the test's own for harness children (their sandbox roots go there, so no
+    other test's collector touches them), which a sandbox's mapped ids can pass through
+    (pytest's tmp_path sits in a 0700 folder). Whatever a failed test left mounted there is
+    unmounted at the end."""
+    import subprocess
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="harness-test-tmp-", dir="/tmp"))
+    path.chmod(0o711)
+    yield path
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        if line.split(" ")[1].startswith(f"{path}/"):
+            subprocess.run(["umount", "-l", line.split(" ")[1]], capture_output=True)
+    subprocess.run(["rm", "-rf", str(path)], capture_output=True)
+
+
 @pytest.fixture(scope="module")
 def ray_instance():
     """A local Ray instance bound to 127.0.0.1 for one test module (2 CPUs, no dashboard)."""
