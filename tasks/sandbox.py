@@ -51,7 +51,7 @@ from tasks.sandbox_egress import EGRESS_DIR, EGRESS_SOCKET, EgressProxy, check_n
 from tasks.sandbox_egress import egress_env, egress_prologue
 from tasks.sandbox_gc import make_sandbox_root, register_process
 from tasks.sandbox_idmap import IdMap, sandbox_id_map, write_maps
-from tasks.sandbox_process import Output, await_namespace_end, feed, pump
+from tasks.sandbox_process import Output, await_namespace_end, feed, kill_group, pump
 from tasks.sandbox_process import init_pid as init_pid_of
 from tasks.sandbox_rootfs import (
     AGENT_HOME,
@@ -279,7 +279,9 @@ class Sandbox:
         (it exits when its stdin closes: at `close`, `restore` or when this process dies)."""
         lowers = ":".join(str(p) for p in (*self.layers, self.rootfs))
         holder = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", _HOLD,
+            # slave: the host's unmounts (another sandbox's closed layer) reach this namespace,
+            # so it pins no memory of theirs; its own mounts never reach the host
+            ["unshare", "--mount", "--propagation", "slave", "--", "/bin/sh", "-c", _HOLD,
              "sh", lowers, str(self.upper), str(self._layer / "work"),
              str(self._layer / "merged"), *itertools.chain.from_iterable(
                  (str(bind.host), str(self._bind_point(i)), "rw" if bind.writable else "ro")
@@ -398,7 +400,11 @@ class Sandbox:
         if data is not None:
             feed(proc, data)
         output = Output(keep)
-        timed_out = pump(proc, output, started + wall)
+        try:
+            timed_out = pump(proc, output, started + wall)
+        except BaseException:  # interrupted (a signal, a cancelled thread): end the command now
+            kill_group(proc)
+            raise
         await_namespace_end(init_pid)
         code = None if timed_out else proc.returncode
         text, truncated = output.text()

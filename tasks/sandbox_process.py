@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["Output", "await_namespace_end", "feed", "init_pid", "pump"]
+__all__ = ["Output", "await_namespace_end", "feed", "init_pid", "kill_group", "pump"]
 
 logger = logging.getLogger(__name__)
 _DRAIN_S = 2.0
@@ -71,7 +71,7 @@ def pump(proc: subprocess.Popen, output: Output, deadline: float) -> bool:
             left = deadline - time.perf_counter()
             if left <= 0 and not timed_out:
                 timed_out = True
-                _kill(proc)
+                kill_group(proc)
                 deadline = time.perf_counter() + _DRAIN_S
                 continue
             if left <= 0:
@@ -89,7 +89,7 @@ def pump(proc: subprocess.Popen, output: Output, deadline: float) -> bool:
     try:
         proc.wait(timeout=_DRAIN_S)
     except subprocess.TimeoutExpired:
-        _kill(proc)
+        kill_group(proc)
         proc.wait()
     return timed_out
 
@@ -119,7 +119,7 @@ def await_namespace_end(init_pid: int | None, limit_s: float = 10.0) -> None:
     logger.warning("sandbox processes still exiting after %.0f s (pid %d)", limit_s, init_pid)
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the launcher's process group; bwrap's --die-with-parent and the pid namespace
     take every process of the command with it."""
     try:
