@@ -58,7 +58,8 @@ from tasks.swebench.repos import cache_root, checkout, read_at
 logger = logging.getLogger(__name__)
 
 __all__ = ["EnvSpec", "BuiltEnv", "EnvBuildError", "env_spec", "find_python",
-           "build_environment", "registry_requirement", "ACTIVATE_SHIM", "VENV", "WHEELS"]
+           "build_environment", "registry_requirement", "prepare_instance",
+           "lay_over_testbed", "uv_binary", "BUILDER_VERSION", "ACTIVATE_SHIM", "VENV", "WHEELS"]
 
 VENV = "/opt/swe/venv"
 WHEELS = "/opt/swe/wheels"
@@ -68,6 +69,8 @@ export PIP_NO_INDEX=1 PIP_FIND_LINKS={WHEELS} PIP_DISABLE_PIP_VERSION_CHECK=1
 conda() {{ :; }}
 """
 MAX_FETCH_ROUNDS = 25
+BUILDER_VERSION = 2
+"""Bumped whenever the build steps change; part of every environment's cache key."""
 OFFICIAL_ERA = "2024-08-01T00:00:00Z"
 """Packages are resolved as of this date: the official environment images were built (and
 pip chose their versions) around then; newer releases drop support old repositories need."""
@@ -88,12 +91,18 @@ class EnvSpec:
     eval_commands: tuple[str, ...] = ()
     setup_commit: str = ""
 
-    def digest(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+    def digest(self, **recipe: Any) -> str:
+        """A hash of the whole build recipe: this spec, `BUILDER_VERSION`, the checkout
+        layout, the era and whatever `recipe` adds (the Python patch release, the
+        requirement lines read from the repository)."""
+        from tasks.swebench.repos import CHECKOUT_LAYOUT
 
-    @property
-    def key(self) -> str:
-        return f"{self.repo.replace('/', '__')}-{self.version}-{self.digest()}"
+        whole = {"spec": asdict(self), "builder": BUILDER_VERSION, "era": OFFICIAL_ERA,
+                 "checkout_layout": CHECKOUT_LAYOUT, **recipe}
+        return hashlib.sha256(json.dumps(whole, sort_keys=True).encode()).hexdigest()[:12]
+
+    def key(self, **recipe: Any) -> str:
+        return f"{self.repo.replace('/', '__')}-{self.version}-{self.digest(**recipe)}"
 
 
 def env_spec(instance: Instance) -> EnvSpec:
@@ -145,6 +154,8 @@ class BuiltEnv:
     build_s: float
     cached: bool
     notes: tuple[str, ...] = ()
+    era: str = OFFICIAL_ERA
+    """The date packages were resolved as of (later fetches use it too)."""
 
     def binds(self) -> list[Any]:
         from tasks.sandbox import Bind
@@ -263,12 +274,11 @@ def _requirements(spec: EnvSpec) -> tuple[list[str], list[str]]:
 def _pins(python: Path, requirements: Sequence[str], before: str,
           overrides: Sequence[str] = ()) -> list[str]:
     """`requirements` resolved for `python` by ``uv pip compile`` (confined) with only
-    releases uploaded before `before` (the environment's era; without uv, or when the spec
-    pins something newer, the newest releases): ``name==version`` lines."""
+    releases uploaded before `before` (the environment's era; when the spec pins something
+    newer, the newest releases): ``name==version`` lines. Without uv: `MissingDependencyError`
+    naming the ``swebench`` extra (never a silent change of versions)."""
     _checked([*requirements, *overrides], "uv pip compile")
-    uv = shutil.which("uv")
-    if uv is None:
-        return list(requirements)
+    uv = uv_binary()
     with scratch_dir(cache_root()) as work:
         (work / "override.txt").write_text("\n".join(overrides) + "\n")
         extra = ["--override", str(work / "override.txt")] if overrides else []
@@ -284,6 +294,23 @@ def _pins(python: Path, requirements: Sequence[str], before: str,
                                 "uv pip compile's output")
     raise EnvBuildError(f"cannot resolve {' '.join(requirements)[:200]}: "
                         f"{done.stderr.strip()[-300:]}")
+
+
+def uv_binary() -> str:
+    """The ``uv`` executable (the `uv` package of the ``swebench`` extra, else ``uv`` on
+    ``PATH``); without it packages could not be pinned to the era, so that is an error."""
+    try:
+        from uv import find_uv_bin
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found is None:
+            from harness.core import MissingDependencyError
+
+            raise MissingDependencyError("uv", "swebench", "resolving SWE-bench environment "
+                                         "packages as of their era") from None
+        return found
 
 
 def _host_pip_python(python: Path) -> Path:
@@ -391,17 +418,17 @@ def build_environment(instance: Instance, *, rootfs: Path, mirrors: str | None =
     pip's choices match theirs); if that build fails, as of the setup commit's date.
     """
     spec = env_spec(instance)
-    home = cache_root() / "envs" / spec.key
     python = find_python(spec.python)
+    requirements, notes = _requirements(spec)
+    home = cache_root() / "envs" / spec.key(python=python.name, requirements=requirements)
     if (home / "env.json").exists():
         record = json.loads((home / "env.json").read_text())
         wheels = Path(record.get("wheels", home / "wheels"))
         return BuiltEnv(spec, home / "layer", python, wheels, 0.0, True,
-                        tuple(record.get("notes", ())))
+                        tuple(record.get("notes", ())), record.get("era", OFFICIAL_ERA))
     say = progress or (lambda line: None)
     started = time.perf_counter()
     require_confinement()
-    requirements, notes = _requirements(spec)
     for note in notes:
         logger.warning("%s %s: %s", spec.repo, spec.version, note)
         say(f"{spec.repo} {spec.version}: {note}")
@@ -425,9 +452,9 @@ def build_environment(instance: Instance, *, rootfs: Path, mirrors: str | None =
     build_s = time.perf_counter() - started
     (home / "env.json").write_text(json.dumps({"spec": asdict(spec), "python": str(python),
                                                "wheels": str(wheels), "build_s": build_s,
-                                               "notes": notes}, indent=1))
+                                               "era": before, "notes": notes}, indent=1))
     say(f"{spec.repo} {spec.version}: built in {build_s:.0f}s")
-    return BuiltEnv(spec, home / "layer", python, wheels, build_s, False, tuple(notes))
+    return BuiltEnv(spec, home / "layer", python, wheels, build_s, False, tuple(notes), before)
 
 
 def _build_layer(spec: EnvSpec, home: Path, python: Path, wheels: Path, before: str,
@@ -448,7 +475,7 @@ def _build_layer(spec: EnvSpec, home: Path, python: Path, wheels: Path, before: 
         for step in _venv_steps(spec, python):
             result = sandbox.run(step, user="root")
             if result.exit_code != 0:
-                raise EnvBuildError(f"{spec.key}: `{step}` failed: {result.output[-400:]}")
+                raise EnvBuildError(f"{spec.repo} {spec.version}: `{step}` failed: {result.output[-400:]}")
         sandbox.write_file("/opt/miniconda3/bin/activate", ACTIVATE_SHIM)
         sandbox.write_file("/opt/swe/constraints.txt", "\n".join(pins) + "\n")
         sandbox.copy_in(source, "/testbed")
@@ -471,3 +498,50 @@ def _build_layer(spec: EnvSpec, home: Path, python: Path, wheels: Path, before: 
 
 def _shell_quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+LAY_OVER_SCRIPT = ("if [ -d /testbed/.git ]; then cd /testbed && git -c safe.directory='*' "
+                   "ls-files -z | xargs -0 -r rm -f -- && rm -rf /testbed/.git; "
+                   "else rm -rf /testbed; fi")
+"""Remove the environment's checkout from ``/testbed`` (its tracked files and ``.git``) and
+keep what its install left there (``src/<pkg>.egg-info``, generated version files, compiled
+extensions), as upstream's images keep them when they check out ``base_commit``."""
+
+
+def lay_over_testbed(sandbox: Any, source: Path, *, owner: str = "root") -> None:
+    """Put the work tree `source` at ``/testbed`` of `sandbox` over the environment's checkout:
+    tracked files replaced, untracked install products kept (`LAY_OVER_SCRIPT`)."""
+    result = sandbox.run(LAY_OVER_SCRIPT, user="root", cwd="/")
+    if result.exit_code != 0:
+        raise EnvBuildError(f"cannot clear /testbed: {result.output.strip()[-300:]}")
+    sandbox.copy_in(source, "/testbed", owner=owner)
+
+
+def prepare_instance(instance: Instance, env: BuiltEnv, *, rootfs: Path,
+                     mirrors: str | None = None, timeout_s: float = 1800) -> bool:
+    """Fetch what `instance`'s own install needs into the wheelhouse, once per base commit.
+
+    The official eval script re-runs the spec's ``install`` at ``base_commit``, whose
+    requirements may differ from the setup commit's; offline, pip would find nothing for
+    them. Here that install runs once in a throwaway sandbox over the environment, each
+    package pip names as missing is resolved as of the environment's era and built into the
+    wheelhouse on the host (`_install_offline`), and the sandbox is discarded. Returns True
+    when it ran (False: cached, or nothing to do)."""
+    from tasks.sandbox import Limits, Sandbox
+
+    spec = env.spec
+    marker = env.layer.parent / "prepared" / instance.base_commit
+    if not spec.install or marker.exists():
+        return False
+    constraints = env.layer / "opt" / "swe" / "constraints.txt"
+    pins = constraints.read_text().split() if constraints.exists() else []
+    limits = Limits(wall_s=timeout_s, cpu_s=int(timeout_s), disk_bytes=8 << 30,
+                    inodes=1 << 17, processes=2048, output_bytes=1 << 20)
+    with Sandbox(rootfs, limits=limits, workdir="/testbed", binds=env.binds(),
+                 layers=(env.layer,)) as sandbox:
+        lay_over_testbed(sandbox, checkout(instance.repo, instance.base_commit, mirrors))
+        _install_offline(sandbox, spec.install, spec, env.python, env.wheels, timeout_s,
+                         env.era, pins)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("\n".join(pins) + "\n")
+    return True

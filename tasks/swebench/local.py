@@ -78,10 +78,12 @@ class LocalBackend:
 
     def __init__(self, *, rootfs: Path, source: Callable[[Instance], Path],
                  environment: Callable[[Instance], EnvLayer], test_timeout_s: float = 1800,
-                 agent_limits: Any = None):
+                 agent_limits: Any = None,
+                 prepare: Callable[[Instance], None] | None = None):
         from tasks.sandbox import Limits
 
         self.rootfs, self.source, self.environment = rootfs, source, environment
+        self.prepare = prepare
         self.test_timeout_s = test_timeout_s
         self.agent_limits = agent_limits or Limits(wall_s=120, cpu_s=240, disk_bytes=4 << 30,
                                                    inodes=1 << 15,
@@ -90,15 +92,19 @@ class LocalBackend:
     def open_sandbox(self, instance: Instance, *, limits: Any = None,
                      owner: str = "agent") -> Any:
         """A fresh sandbox holding `instance`'s repository at ``/testbed``, owned by `owner`
-        (the grading sandbox's is root's: the verifier runs as root, capabilities dropped)."""
+        (the grading sandbox's is root's: the verifier runs as root, capabilities dropped),
+        laid over the environment's checkout so its install products stay
+        (`tasks.swebench.environment.lay_over_testbed`); `prepare` (when given) runs first."""
         from tasks.sandbox import Sandbox
+        from tasks.swebench.environment import lay_over_testbed
 
         env = self.environment(instance)
+        if self.prepare is not None:
+            self.prepare(instance)
         sandbox = Sandbox(self.rootfs, limits=limits or self.agent_limits, workdir="/testbed",
                           binds=env.binds, layers=env.layers)
         try:
-            sandbox.run("rm -rf /testbed", user="root", cwd="/")
-            sandbox.copy_in(self.source(instance), "/testbed", owner=owner)
+            lay_over_testbed(sandbox, self.source(instance), owner=owner)
             sandbox.run("git config --global --add safe.directory /testbed", cwd="/",
                         user=owner)
         except BaseException:
@@ -154,20 +160,42 @@ def real_backend(*, mirrors: str | None = None, progress: Callable[[str], None] 
                  test_timeout_s: float = 1800) -> LocalBackend:
     """The local backend of the real suites: repositories from the mirror directory,
     environments from the official specs (`tasks.swebench.environment`)."""
+    import threading
+
     from tasks.sandbox import build_rootfs
-    from tasks.swebench.environment import build_environment
+    from tasks.swebench.environment import build_environment, prepare_instance
     from tasks.swebench.repos import checkout
 
     rootfs = build_rootfs(swe_recipe(), progress=progress)
-    built: dict[tuple[str, str], EnvLayer] = {}
+    built: dict[tuple[str, str], Any] = {}
+    prepared: set[str] = set()
+    locks: dict[Any, threading.RLock] = {}
+    guard = threading.Lock()
 
-    def environment(instance: Instance) -> EnvLayer:
+    def lock(key: Any) -> threading.RLock:  # one build per (repository, version) at a time
+        with guard:
+            return locks.setdefault(key, threading.RLock())
+
+    def built_env(instance: Instance) -> Any:
         key = (instance.repo, instance.version)
-        if key not in built:
-            env = build_environment(instance, rootfs=rootfs, mirrors=mirrors, progress=progress)
-            built[key] = EnvLayer((env.layer,), tuple(env.binds()), env.spec.test_cmd,
-                                  env.spec.install, env.build_s, env.cached, env.notes)
+        with lock(key):
+            if key not in built:
+                built[key] = build_environment(instance, rootfs=rootfs, mirrors=mirrors,
+                                               progress=progress)
         return built[key]
 
+    def environment(instance: Instance) -> EnvLayer:
+        env = built_env(instance)
+        return EnvLayer((env.layer,), tuple(env.binds()), env.spec.test_cmd, env.spec.install,
+                        env.build_s, env.cached, env.notes)
+
+    def prepare(instance: Instance) -> None:
+        with lock((instance.repo, instance.version)):
+            if instance.base_commit not in prepared:
+                prepare_instance(instance, built_env(instance), rootfs=rootfs, mirrors=mirrors,
+                                 timeout_s=test_timeout_s)
+                prepared.add(instance.base_commit)
+
     return LocalBackend(rootfs=rootfs, source=lambda i: checkout(i.repo, i.base_commit, mirrors),
-                        environment=environment, test_timeout_s=test_timeout_s)
+                        environment=environment, test_timeout_s=test_timeout_s,
+                        prepare=prepare)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.core import HarnessError
 
-__all__ = ["RepoError", "REPOS_ENV", "mirror_path", "checkout", "cache_root", "read_at"]
+__all__ = ["RepoError", "REPOS_ENV", "mirror_path", "checkout", "cache_root", "read_at", "CHECKOUT_LAYOUT"]
 
 REPOS_ENV = "SWEBENCH_REPOS"
 CACHE_ENV = "HARNESS_SWEBENCH_CACHE"
@@ -79,12 +79,21 @@ def read_at(repo: str, commit: str, path: str, mirrors: str | None = None) -> st
         return None
 
 
+CHECKOUT_LAYOUT = 2
+"""Bumped when what `checkout` puts into a work tree changes (2: history and tags)."""
+
+
 def checkout(repo: str, commit: str, mirrors: str | None = None) -> Path:
-    """A cached work tree of `repo` at `commit`: a one-commit git repository whose HEAD is
-    `commit` (same hash, so the official ``git diff <base_commit>`` and ``git checkout
-    <base_commit> <files>`` work), built once."""
+    """A cached work tree of `repo` at `commit`: a git repository whose HEAD is `commit`
+    (same hash, so the official ``git diff <base_commit>``, ``git show`` and ``git checkout
+    <base_commit> <files>`` work), built once.
+
+    Like upstream's clone with the tags newer than ``base_commit`` removed, it holds every
+    tag reachable from `commit` and the commits back to them (commit objects only, plus the
+    trees of `commit` and of its parents), so versions computed from tags (setuptools_scm:
+    ``git describe``) are the ones upstream's images install."""
     owner, _, name = repo.partition("/")
-    target = cache_root() / "checkouts" / f"{owner}__{name}" / commit
+    target = cache_root() / f"checkouts-{CHECKOUT_LAYOUT}" / f"{owner}__{name}" / commit
     if (target / ".git" / "HEAD").exists():
         return target
     source = mirror_path(repo, mirrors)
@@ -100,22 +109,45 @@ def checkout(repo: str, commit: str, mirrors: str | None = None) -> Path:
     return target
 
 
+def _history_objects(source: Path, commit: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The object ids to copy for `commit` (its tree and its parents' trees, every commit it
+    descends from, the tag objects of the tags reachable from it) and those tags as
+    ``(ref name, object id)``."""
+    def listed(*args: str) -> list[str]:
+        done = subprocess.run(["git", f"--git-dir={source}", *args], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            raise RepoError(f"commit {commit} is not in the mirror {source}: "
+                            f"{done.stderr.strip()[-200:]}")
+        return [line.split(" ")[0] for line in done.stdout.splitlines() if line]
+
+    parents = listed("rev-parse", f"{commit}^@")
+    ids = listed("rev-list", "--objects", "--no-walk", "--missing=allow-any", commit, *parents)
+    ids += listed("rev-list", commit)
+    tags = []
+    for line in _git("for-each-ref", f"--merged={commit}", "--format=%(objectname) %(refname)",
+                     "refs/tags", git_dir=source).splitlines():
+        object_id, _, ref = line.partition(" ")
+        tags.append((ref, object_id))
+        ids.append(object_id)
+    return list(dict.fromkeys(ids)), tags
+
+
 def _copy_commit(source: Path, commit: str, staging: Path) -> list[str]:
-    """Copy `commit` and the objects of its tree (not its history) from the git dir `source`
-    into the new repository `staging` (a shallow root), check it out, and mark files whose
-    blobs the mirror lacks (snapshots may omit the largest files) skip-worktree, so they
-    never show up as deleted in ``git diff``; returns those paths."""
-    listed = subprocess.run(["git", f"--git-dir={source}", "rev-list", "--objects",
-                             "--no-walk", "--missing=allow-any", commit],
-                            capture_output=True, text=True)
-    if listed.returncode != 0:
-        raise RepoError(f"commit {commit} is not in the mirror {source}")
-    ids = "".join(line.split(" ")[0] + "\n" for line in listed.stdout.splitlines())
+    """Copy `commit` with the objects `_history_objects` names from the git dir `source` into
+    the new repository `staging`, create its tags, check it out, and mark files whose blobs
+    the mirror lacks (snapshots may omit the largest files) skip-worktree, so they never show
+    up as deleted in ``git diff``; returns those paths."""
+    ids, tags = _history_objects(source, commit)
     pack = subprocess.run(["git", f"--git-dir={source}", "pack-objects", "--missing=allow-any",
-                           "--stdout", "-q"], input=ids.encode(), capture_output=True)
+                           "--stdout", "-q"], input="\n".join(ids).encode() + b"\n",
+                          capture_output=True)
     subprocess.run(["git", "index-pack", "--stdin"], input=pack.stdout, cwd=staging,
                    capture_output=True, check=True)
-    (staging / ".git" / "shallow").write_text(commit + "\n")
+    if tags:
+        subprocess.run(["git", "update-ref", "--stdin"], cwd=staging, check=True,
+                       capture_output=True,
+                       input="".join(f"create {ref} {oid}\n" for ref, oid in tags).encode())
     (staging / ".git" / "HEAD").write_text(commit + "\n")
     _git("read-tree", commit, cwd=staging)
     subprocess.run(["git", "checkout-index", "-a", "-f"], cwd=staging, capture_output=True)

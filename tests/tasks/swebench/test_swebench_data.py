@@ -71,4 +71,4 @@ def test_environment_spec_comes_from_the_official_table():
     assert spec.pip_packages == tuple(official.get("pip_packages", ()))
     assert spec.setup_commit == instance.environment_setup_commit
     other = next(i for i in load_table("full-dev") if i.repo == "pydicom/pydicom")
-    assert env_spec(other).key != spec.key
+    assert env_spec(other).key() != spec.key()

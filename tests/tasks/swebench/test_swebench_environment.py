@@ -183,3 +183,30 @@ def test_without_bwrap_the_build_stops_unless_allowed(tmp_path, monkeypatch):
         require_confinement()
     monkeypatch.setenv(UNCONFINED_ENV, "1")
     assert require_confinement() is False
+
+
+def test_without_uv_the_error_names_the_extra(monkeypatch):
+    import sys
+
+    from harness.core import MissingDependencyError
+    from tasks.swebench import environment
+
+    monkeypatch.setitem(sys.modules, "uv", None)
+    monkeypatch.setattr(environment.shutil, "which", lambda name: None)
+    with pytest.raises(MissingDependencyError, match=r"agent-rl-harness\[swebench\]"):
+        environment.uv_binary()
+
+
+def test_cache_key_hashes_the_whole_recipe(monkeypatch):
+    from tasks.swebench import environment
+
+    spec = EnvSpec("a/b", "1.0", "3.9", install="pip install -e .")
+    key = spec.key(python="3.9.18", requirements=["numpy==1.26"])
+    assert key.startswith("a__b-1.0-")
+    assert key == spec.key(python="3.9.18", requirements=["numpy==1.26"])
+    assert key != spec.key(python="3.9.17", requirements=["numpy==1.26"])
+    assert key != spec.key(python="3.9.18", requirements=["numpy==1.25"])
+    monkeypatch.setattr(environment, "BUILDER_VERSION", environment.BUILDER_VERSION + 1)
+    assert key != spec.key(python="3.9.18", requirements=["numpy==1.26"])
+    monkeypatch.setattr(environment, "OFFICIAL_ERA", "2023-01-01T00:00:00Z")
+    assert key != spec.key(python="3.9.18", requirements=["numpy==1.26"])
