@@ -1,37 +1,51 @@
 """The Terminal-Bench Env: one shell command per turn in a sandbox, then the task's verifier.
 
 Observation: the instruction, then each command's terminal output (stdout and stderr
-interleaved, truncated head+tail) and its exit status. Action: a shell command (multi-line
-allowed); ``submit`` ends the episode, and a command whose last line is ``submit`` runs the
-lines before it and then submits. The working directory and exported variables carry over
+interleaved, truncated head+tail, control characters other than newline and tab escaped by
+`escape_controls`) and its exit status. Action: a shell command (multi-line allowed);
+``submit`` ends the episode, and a command whose last line is ``submit`` runs the lines before
+it and then submits. The working directory and exported variables carry over
 between commands (a small state file), background processes do not (each command's process
 tree ends with it). An empty command or one bash cannot parse is invalid and changes nothing.
 
 When the agent submits or runs out of steps the verifier runs, as upstream, on a fresh copy of
 the task's tests the agent never saw: ``/tests`` and ``/logs/verifier`` are wiped and the tests
 copied in, then as root TB2 runs ``tests/test.sh`` and reads ``/logs/verifier/reward.txt``;
-TB1 runs pytest on ``tests/test_*.py`` and passes iff every test passes. Verifier scripts see
+TB1 runs its ``run-tests.sh`` (the task's, else the dataset's ``defaults/run-tests.sh``, with
+the ``test_scripts`` the task lists copied beside the tests, ``TEST_DIR=/tests``) from the
+working directory and passes iff pytest's ``-rA`` summary lists passed tests and no failed or
+erroring one (upstream's pytest parser); a TB1 task without a ``run-tests.sh`` runs pytest on
+``tests/test_*.py``. Verifier scripts see
 offline stand-ins for ``apt-get``, ``curl`` (the uv installer) and ``uv``/``uvx`` (Debian's
 pytest), see ``tasks/terminal/shims``.
+
+A task whose network policy is ``registries`` (`tasks.terminal.taskdir.network_policy`) gets an
+egress proxy per episode (`tasks.sandbox_egress`, allowing `egress_allow`); what its commands
+asked the proxy for, allowed or refused, is in each step's ``info["egress"]``.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import re
 import subprocess
 import tarfile
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness.core import escape_controls
 from tasks.base import StepResult
 from tasks.sandbox import CommandResult, Limits, Sandbox, SandboxError, SandboxSnapshot
-from tasks.terminal.environment import SHIMS, TaskEnvironment
+from tasks.sandbox_egress import DEFAULT_ALLOWED, EgressProxy
+from tasks.terminal.environment import SHIMS, TaskEnvironment, trust_host_cas
 from tasks.terminal.taskdir import TerminalTask
 
 __all__ = ["SUBMIT", "TerminalEnv", "TerminalSnapshot"]
 
 SUBMIT = "submit"
+_NETWORK = {"none": "no network", "registries": "network: package registries only"}
 _STATE = "/tmp/.harness-shell"
 _PROLOGUE = (f'[ -f {_STATE}/cwd ] && cd "$(cat {_STATE}/cwd)"; [ -f {_STATE}/env ] && '
              f'. {_STATE}/env; trap \'mkdir -p {_STATE}; pwd > {_STATE}/cwd; export -p | '
@@ -65,7 +79,7 @@ def oracle_actions(task: TerminalTask) -> list[str]:
         for file in sorted(task.solution_dir.rglob("*")):
             info = archive.gettarinfo(str(file), arcname=str(file.relative_to(task.solution_dir)))
             info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-            if file.is_file():
+            if info.isreg():  # a link is archived as a link, never read through
                 archive.addfile(info, io.BytesIO(file.read_bytes()))
             else:
                 archive.addfile(info)
@@ -80,12 +94,18 @@ class TerminalEnv:
     free_form_actions = True
 
     def __init__(self, task: TerminalTask, environment: TaskEnvironment, *, max_steps: int = 30,
-                 command_timeout_s: float = 120.0, limits: Limits | None = None):
+                 command_timeout_s: float = 120.0, limits: Limits | None = None,
+                 egress_allow: Sequence[str] = DEFAULT_ALLOWED, agent_user: str = "agent",
+                 env: dict[str, str] | None = None):
         self.task, self.environment = task, environment
+        self.agent_user = agent_user  # "root" (of the sandbox's user namespace) for TB tasks
+        self.extra_env = dict(env or {})
+        self.egress_allow = tuple(egress_allow)  # hosts a "registries" task may reach
         self.max_steps = max_steps
         self.limits = limits or Limits(wall_s=command_timeout_s, output_bytes=16 << 10)
         self._oracle = oracle_actions(task)
         self._box: Sandbox | None = None
+        self._egress: EgressProxy | None = None  # a task with network "registries" has one
         self._steps, self._done, self._oracle_position = 0, False, 0
 
     # ---- Env --------------------------------------------------------------------------------
@@ -93,13 +113,18 @@ class TerminalEnv:
         """A fresh sandbox over the task's environment (`seed` changes nothing: tasks are
         deterministic)."""
         self.close()
+        if self.task.network == "registries":
+            self._egress = EgressProxy(self.egress_allow).start()
         self._box = Sandbox(self.environment.rootfs, layers=[self.environment.layer],
-                            workdir=self.task.workdir, env=dict(self.task.env),
-                            limits=self.limits)
+                            workdir=self.task.workdir,
+                            env={**self.extra_env, **dict(self.task.env)},
+                            limits=self.limits, network=self.task.network, egress=self._egress)
+        if self._egress is not None:
+            trust_host_cas(self._box)
         self._steps, self._done, self._oracle_position = 0, False, 0
         observation = (f"{self.task.instruction}\n\nYou are in a bash shell in "
-                       f"{self.task.workdir} on Debian (no network). Send one shell command per "
-                       f"turn; send `{SUBMIT}` when the task is done.")
+                       f"{self.task.workdir} on Debian ({_NETWORK[self.task.network]}). Send one "
+                       f"shell command per turn; send `{SUBMIT}` when the task is done.")
         return observation, self._info(False, 0.0, False)
 
     def step(self, action: str) -> StepResult:
@@ -123,7 +148,7 @@ class TerminalEnv:
             if problem:
                 parts.append(f"invalid command: {problem}")
             else:
-                result = box.run(_PROLOGUE + command)
+                result = box.run(_PROLOGUE + command, user=self.agent_user)
                 parts.append(_render(result, self.limits.wall_s))
                 status = result.status
         elif not submit:
@@ -163,6 +188,9 @@ class TerminalEnv:
         if self._box is not None:
             self._box.close()
             self._box = None
+        if self._egress is not None:
+            self._egress.stop()
+            self._egress = None
 
     # ---- verifier ---------------------------------------------------------------------------
     def verify(self) -> tuple[float, str]:
@@ -172,8 +200,9 @@ class TerminalEnv:
                 "/logs/verifier", user="root", cwd="/")
         box.copy_in(self.task.tests_dir, "/tests")
         box.copy_in(SHIMS, "/opt/harness-shims")
-        env = {"TEST_DIR": "/tests", "PATH": "/opt/harness-shims:/usr/local/sbin:"
-               "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+        env = {**self.extra_env, **dict(self.task.env), "TEST_DIR": "/tests",
+               "PATH": "/opt/harness-shims:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+               "/sbin:/bin"}
         timeout = self.task.verifier_timeout_s
         if self.task.format == "tb2":
             result = box.run("bash /tests/test.sh", user="root", cwd=self.task.workdir,
@@ -185,6 +214,16 @@ class TerminalEnv:
                 return float(text or 0.0), "reward.txt"
             except (ValueError, SandboxError):
                 return 0.0, "no reward.txt"
+        run_tests = self.task.extras.get("run_tests")
+        if run_tests is not None:
+            for script in self.task.extras.get("test_scripts", ()):
+                box.copy_in(script, f"/tests/{script.name}")
+            box.copy_in(run_tests, "/tests/run-tests.sh")
+            result = box.run("bash /tests/run-tests.sh", user="root", cwd=self.task.workdir,
+                             env=env, timeout_s=timeout)
+            if result.timed_out:
+                return 0.0, "timeout"
+            return pytest_verdict(result.output)
         files = sorted(p.name for p in self.task.tests_dir.glob("test_*.py"))
         result = box.run("python3 -P -m pytest -p no:cacheprovider -rA "
                          + " ".join(f"/tests/{name}" for name in files), user="root",
@@ -200,13 +239,35 @@ class TerminalEnv:
             raise RuntimeError("call reset() first")
         return self._box
 
-    @staticmethod
-    def _info(won: bool, score: float, invalid: bool) -> dict[str, Any]:
-        return {"won": bool(won), "score": float(score), "invalid": bool(invalid)}
+    def _info(self, won: bool, score: float, invalid: bool) -> dict[str, Any]:
+        """The step's info; ``egress``: what the sandbox asked the registry proxy for since
+        the last step (records without their time, so replays compare equal)."""
+        info: dict[str, Any] = {"won": bool(won), "score": float(score), "invalid": bool(invalid)}
+        if self._egress is not None and (records := self._egress.drain_log()):
+            info["egress"] = [{k: v for k, v in asdict(r).items() if k != "time"}
+                              for r in records]
+        return info
+
+
+_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED)\s+\S", re.MULTILINE)
+
+
+def pytest_verdict(output: str) -> tuple[float, str]:
+    """Upstream's pytest parser on a ``-rA`` log: 1.0 when the short summary lists passed
+    tests and none failed or erred, else 0.0 with what it saw."""
+    counts: dict[str, int] = {}
+    for match in _SUMMARY.finditer(output):
+        counts[match.group(1)] = counts.get(match.group(1), 0) + 1
+    if not counts:
+        return 0.0, "no pytest summary"
+    bad = counts.get("FAILED", 0) + counts.get("ERROR", 0)
+    if bad or not counts.get("PASSED", 0) + counts.get("XFAIL", 0):
+        return 0.0, f"tests failed ({bad} of {sum(counts.values())})"
+    return 1.0, "all tests passed"
 
 
 def _render(result: CommandResult, wall_s: float) -> str:
-    output = result.output
+    output = escape_controls(result.output)
     if output and not output.endswith("\n"):
         output += "\n"
     if result.timed_out:

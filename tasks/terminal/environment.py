@@ -18,6 +18,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from tasks.sandbox_egress import DEFAULT_ALLOWED, EgressProxy
 from tasks.sandbox import (AGENT_UID, BASE_RECIPE, DEFAULT_PATH, Limits, RootfsRecipe, Sandbox, SandboxError,
                            build_rootfs, rootfs_cache_dir)
 from tasks.terminal.build_context import ContextSource
@@ -60,6 +61,8 @@ def recipe_for(task: TerminalTask) -> RootfsRecipe:
 
 
 def _context(task: TerminalTask) -> Path:
+    if task.context is not None:
+        return task.context
     return task.path / "environment" if task.format == "tb2" else task.path
 
 
@@ -110,11 +113,42 @@ def build_environment(task: TerminalTask, *, progress: Callable[[str], None] | N
     return TaskEnvironment((rootfs, target))
 
 
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+"""The host's trust store, installed in a sandbox that reaches the registries: where the
+host's egress re-signs TLS with its own CA, pip, apt and curl inside must trust it too."""
+
+
+def trust_host_cas(box: Sandbox) -> None:
+    """Install the host's CA bundle (public certificates only) as the sandbox's."""
+    if HOST_CA_BUNDLE.is_file():
+        box.write_file(str(HOST_CA_BUNDLE), HOST_CA_BUNDLE.read_bytes())
+
+
+BUILD_ENV = {"PIP_BREAK_SYSTEM_PACKAGES": "1", "PIP_ROOT_USER_ACTION": "ignore",
+             "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NATIVE_TLS": "1"}
+"""What build steps (and a Terminal-Bench task's commands) see: pip installs into the system
+Python as it does in a Docker image (Debian's PEP 668 marker would refuse it)."""
+
+
 def _replay(task: TerminalTask, rootfs: Path, staging: Path) -> None:
-    env: dict[str, str] = {}
+    if task.build_network == "registries":
+        with EgressProxy(DEFAULT_ALLOWED) as egress:
+            _replay_in(task, rootfs, staging, egress)
+    else:
+        _replay_in(task, rootfs, staging, None)
+
+
+def _replay_in(task: TerminalTask, rootfs: Path, staging: Path,
+               egress: EgressProxy | None) -> None:
+    env: dict[str, str] = dict(BUILD_ENV)
     workdir = "/"
-    with Sandbox(rootfs, limits=Limits(wall_s=600, disk_bytes=4 << 30, inodes=1 << 16), workdir="/tmp") as box:
+    limits = Limits(wall_s=1200, cpu_s=1200, disk_bytes=6 << 30, inodes=1 << 17,
+                    file_size_bytes=2 << 30)
+    with Sandbox(rootfs, limits=limits, workdir="/tmp", network=task.build_network,
+                 egress=egress) as box:
         box.copy_in(SHIMS, "/opt/harness-shims")
+        if egress is not None:
+            trust_host_cas(box)
         for step in task.steps:
             if step.kind == "workdir":
                 workdir = step.args[0]
@@ -124,6 +158,8 @@ def _replay(task: TerminalTask, rootfs: Path, staging: Path) -> None:
             elif step.kind == "copy":
                 for source in _sources(task, step):
                     _copy(box, source, step.args[1])
+            elif step.kind == "write":
+                box.write_file(step.args[0], step.args[1])
             else:
                 result = box.run(step.args[0], user="root", cwd=workdir,
                                  env={**env, "PATH": f"/opt/harness-shims:{DEFAULT_PATH}"})

@@ -9,7 +9,8 @@ from pathlib import Path
 from harness.core import ConfigError
 from tasks.base import Comparability, SuiteBase, TaskSpec
 from tasks.terminal.env import SUBMIT, TerminalEnv
-from tasks.terminal.environment import build_environment
+from tasks.sandbox import Limits
+from tasks.terminal.environment import BUILD_ENV, build_environment
 from tasks.terminal.taskdir import TerminalTask, load_tasks
 
 __all__ = ["EXPLOITS", "LITE_DIR", "TerminalBenchSuite", "TerminalLiteSuite", "TerminalSuite"]
@@ -53,6 +54,8 @@ class TerminalSuite(SuiteBase):
     max_steps = 30
 
     def __init__(self, tasks: list[TerminalTask], splits: dict[str, str] | None = None):
+        self.all_tasks = {t.id: t for t in tasks}
+        """Every task folder loaded, the unsupported included (their `unsupported` says why)."""
         self.unsupported = {t.id: t.unsupported for t in tasks if t.unsupported}
         self._tasks = {t.id: t for t in tasks if not t.unsupported}
         specs = [TaskSpec(t.id, (splits or {}).get(t.id, "test"), t.category,
@@ -107,6 +110,17 @@ class TerminalBenchSuite(TerminalSuite):
         comparable="indicative only: upstream tasks and tests, but Debian rootfs instead of the "
                    "task's Docker image and one command per turn instead of tmux keystrokes",
         evidence="tests/tasks/terminal/test_terminal_loader.py")
+
+    def make_env(self, task_id: str) -> TerminalEnv:
+        """As upstream runs a task: the agent is root (of the sandbox's user namespace), each
+        command may run as long as the task's agent time limit, the verifier its own, and
+        pip installs into the system Python as in the task's image."""
+        task = self.terminal_task(task_id)
+        limits = Limits(wall_s=task.agent_timeout_s, cpu_s=int(task.agent_timeout_s) + 1,
+                        output_bytes=16 << 10, file_size_bytes=4 << 30, disk_bytes=8 << 30,
+                        inodes=1 << 16)
+        return TerminalEnv(task, build_environment(task), max_steps=self.max_steps,
+                           limits=limits, agent_user="root", env=BUILD_ENV)
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         path = root or os.environ.get("TERMINAL_BENCH_TASKS")

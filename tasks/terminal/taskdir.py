@@ -5,12 +5,20 @@ TB1: ``task.yaml`` (instruction, category, difficulty, timeouts), ``Dockerfile``
 TB2 (Harbor): ``task.toml``, ``instruction.md``, ``environment/Dockerfile``, ``tests/test.sh``
 (writes ``/logs/verifier/reward.txt``), ``solution/solve.sh``.
 
-The Dockerfile becomes build steps on the Debian rootfs: ``FROM`` picks nothing (every task
-runs on the project's Debian bookworm rootfs), ``apt-get install`` adds Debian packages to the
-rootfs recipe, ``pip install X`` adds Debian's ``python3-x``, ``COPY``/``WORKDIR``/``ENV`` and
-the rest of each ``RUN`` replay in the sandbox as root without network. A step that cannot be
-translated (a second ``FROM``, ``ADD`` of a URL, a download at build time, a ``COPY`` source
-that leaves the build context, ...) makes the task *unsupported*, with that step as the reason.
+A TB1 task without a ``Dockerfile`` names its environment in ``docker-compose.yaml`` (its one
+service's ``build.context`` and ``dockerfile``) or, with ``env_name``, in the dataset's
+``environments/<env_name>/docker-compose.yaml``; a compose file with several services is
+unsupported.
+
+The Dockerfile becomes build steps on the Debian rootfs: ``FROM`` names a base image that
+`tasks.terminal.base_images` emulates (its workdir, ``python``/``pip``) or the task is
+unsupported, ``apt-get install`` adds Debian packages to the rootfs recipe, ``pip install``
+runs the real pip against PyPI through the sandbox's ``registries`` egress at build time
+(another ``--index-url`` is unsupported), ``COPY``/``WORKDIR``/``ENV`` (``ARG`` defaults
+substituted, heredoc ``COPY <<EOT`` written as a file) and the rest of each ``RUN`` replay in
+the sandbox as root. A step that cannot be translated (a second ``FROM``, ``ADD`` of a URL,
+a download at build time, a ``COPY`` source that leaves the build context, ...) makes the
+task *unsupported*, with that step as the reason.
 Every file the harness reads or copies from a task folder is confined to it
 (`tasks.terminal.build_context`).
 """
@@ -20,12 +28,14 @@ from __future__ import annotations
 import glob
 import json
 import os
+import posixpath
 import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tasks.terminal.base_images import BASE_IMAGES, base_image
 from tasks.terminal.build_context import ContextEscape, ContextSource, SourceMissing, resolve_source
 
 __all__ = ["BuildStep", "TerminalTask", "Unsupported", "context_sources", "load_task",
@@ -36,6 +46,11 @@ _NETWORK_TOOLS = re.compile(r"(^|[\s;&|(])(curl|wget|git\s+clone|uv\s|uvx\s|npm\
 _COMPOUND = re.compile(r"(^|[\s;&|])(for|while|until|if|case|function)\s|[{}()]|\$\(")
 _APT = re.compile(r"^(?:DEBIAN_FRONTEND=\S+\s+)?(?:sudo\s+)?apt(?:-get)?\s+(.*)$")
 _PIP = re.compile(r"^(?:python3?\s+-m\s+)?pip3?\s+install\s+(.*)$")
+_PIP_ANYWHERE = re.compile(r"(^|[\s;&|(])(python3?\s+-m\s+)?pip3?\s+install\s")
+_INDEX_FLAGS = ("--index-url", "-i", "--extra-index-url")
+PUBLIC_INDEX = ("https://pypi.org/simple", "https://pypi.python.org/simple")
+"""Index URLs a ``pip install --index-url`` may name: PyPI, which the registries egress reaches."""
+_HEREDOC = re.compile(r"""<<(-?)(['"]?)([A-Za-z_][A-Za-z0-9_]*)\2""")
 
 
 class Unsupported(Exception):
@@ -55,7 +70,7 @@ def context_sources(context: Path, source: str, step: str) -> tuple[ContextSourc
 @dataclass(frozen=True)
 class BuildStep:
     """One build step: ``("run", command)``, ``("copy", source, target)``, ``("workdir",
-    path)`` or ``("env", name, value)``."""
+    path)``, ``("env", name, value)`` or ``("write", path, text)`` (a heredoc ``COPY``)."""
 
     kind: str
     args: tuple[str, ...]
@@ -83,6 +98,10 @@ class TerminalTask:
     notes: tuple[str, ...] = ()
     unsupported: str | None = None
     network: str = "none"  # "none" or "registries": the sandbox's policy (`network_policy`)
+    build_network: str = "none"
+    """``registries`` when a build step installs from PyPI (``pip install``), else ``none``."""
+    context: Path | None = None
+    """The Dockerfile's build context (None: the task folder in TB1, ``environment/`` in TB2)."""
     extras: dict = field(default_factory=dict, compare=False)
 
 
@@ -110,16 +129,25 @@ def _split_commands(run: str) -> list[str]:
     return [p for p in parts if p]
 
 
-def _debian_name(pip_name: str) -> str:
-    base = re.split(r"[<>=!~\[ ;]", pip_name, maxsplit=1)[0].strip().lower().replace("_", "-")
-    return "python3-" + base
+def _check_pip(part: str) -> None:
+    """`Unsupported` when a pip install names an index other than PyPI (`PUBLIC_INDEX`)."""
+    words = shlex.split(part)
+    for i, word in enumerate(words):
+        flag, _, value = word.partition("=")
+        if flag in _INDEX_FLAGS:
+            url = value or (words[i + 1] if i + 1 < len(words) else "")
+            if url.rstrip("/") not in PUBLIC_INDEX:
+                raise Unsupported(f"RUN {part!r}: pip index {url} is not a package registry "
+                                  "the sandbox reaches (PyPI only)")
 
 
 def _translate_run(run: str, packages: list[str], notes: list[str]) -> str:
     """Collect apt/pip packages from `run`; return what is left to replay (may be empty).
     A compound command (loops, conditionals, groups) is kept whole and replayed with the
     offline ``apt-get`` stand-in on PATH; its packages are still added to the rootfs."""
-    if _COMPOUND.search(run):
+    if _COMPOUND.search(run) or "\n" in run:
+        if _PIP_ANYWHERE.search(run):
+            _check_pip(run)
         if _NETWORK_TOOLS.search(" " + run):
             raise Unsupported(f"RUN {run!r} needs the network at build time")
         for match in re.finditer(r"apt(?:-get)?\s+install\s+([^;&|]*)", run):
@@ -139,11 +167,9 @@ def _translate_run(run: str, packages: list[str], notes: list[str]) -> str:
                 packages += [n.split("=")[0] for n in names]
             continue  # update, clean, upgrade: nothing to replay offline
         if pip:
-            words = [w for w in shlex.split(pip.group(1)) if not w.startswith("-")]
-            if any(w.endswith((".txt", ".whl")) or "/" in w for w in words):
-                raise Unsupported(f"RUN {part!r}: pip install of files needs the network")
-            packages += [_debian_name(w) for w in words]
-            notes.append("pip packages replaced by Debian python3-* packages (versions differ)")
+            _check_pip(part)
+            notes.append("pip installs from PyPI at build time (registries egress)")
+            kept.append(part)
             continue
         if part.startswith("rm -rf /var/lib/apt/lists"):
             continue
@@ -183,34 +209,88 @@ def _copy_steps(keyword: str, rest: str, line: str, context: Path, workdir: str
     return [BuildStep("copy", (source, target)) for source in sources]
 
 
+def _instructions(text: str) -> list[tuple[str, str]]:
+    """The Dockerfile's instructions as ``(line, heredoc body)``: continuation lines joined,
+    comments dropped, the body of a heredoc (``<<EOT`` ... ``EOT``) taken out of the stream
+    ("" when the instruction has none; the first heredoc of a line only)."""
+    lines, found, i = text.splitlines(), [], 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        while line.rstrip().endswith("\\") and i < len(lines):
+            line = line.rstrip()[:-1] + " " + lines[i]
+            i += 1
+        body, match = "", _HEREDOC.search(line)
+        if match:
+            strip_tabs, delimiter, kept = match.group(1) == "-", match.group(3), []
+            while i < len(lines) and (lines[i].lstrip("\t") if strip_tabs else lines[i]) \
+                    != delimiter:
+                kept.append(lines[i].lstrip("\t") if strip_tabs else lines[i])
+                i += 1
+            if i >= len(lines):
+                raise Unsupported(f"heredoc {delimiter} never ends ({line.strip()!r})")
+            i += 1
+            body = "\n".join(kept) + "\n"
+        found.append((line.strip(), body))
+    return found
+
+
+def _substitute(text: str, args: dict[str, str]) -> str:
+    """``$NAME``/``${NAME}`` of the ``ARG`` defaults seen so far replaced by their values."""
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args.get(m.group(1) or m.group(2),
+                                                               m.group(0)), text)
+
+
+def _from(rest: str, steps: list[BuildStep], notes: list[str]) -> str:
+    """The emulation of a ``FROM`` (`tasks.terminal.base_images`); its workdir or "/"."""
+    words = [w for w in rest.split() if not w.startswith("--")]
+    name = words[0] if words else ""
+    image = base_image(name)
+    if image is None:
+        known = ", ".join(i.label for i in BASE_IMAGES)
+        raise Unsupported(f"base image {name} is not emulated (known: {known})")
+    notes.append(image.note)
+    if image.setup:
+        steps.append(BuildStep("run", (image.setup,)))
+    if image.workdir:
+        steps.append(BuildStep("workdir", (image.workdir,)))
+    return image.workdir or "/"
+
+
 def translate_dockerfile(text: str, context: Path) -> tuple[list[str], list[BuildStep], str,
                                                                 list[str]]:
     """Packages, replay steps, final workdir and notes of a Dockerfile (see module docstring).
     Raises `Unsupported` naming the first step that cannot be translated."""
-    logical = re.sub(r"\\\s*\n", " ", text)
     packages: list[str] = []
     steps: list[BuildStep] = []
     notes: list[str] = []
+    args: dict[str, str] = {}
     workdir, seen_from = "/", False
-    for raw in logical.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
+    for line, body in _instructions(text):
         keyword, _, rest = line.partition(" ")
-        keyword, rest = keyword.upper(), rest.strip()
+        keyword, rest = keyword.upper(), _substitute(rest.strip(), args)
         if keyword == "FROM":
             if seen_from:
                 raise Unsupported(f"multi-stage build ({line!r})")
             seen_from = True
-            notes.append(f"base image {rest.split()[0]} replaced by Debian bookworm")
+            workdir = _from(rest, steps, notes)
         elif keyword == "RUN":
             if rest.startswith("["):
                 raise Unsupported(f"exec-form RUN ({line!r})")
             if rest.startswith("--"):
                 raise Unsupported(f"RUN options ({line!r})")
+            if body:  # RUN <<EOF script, or a command fed by a heredoc
+                match = _HEREDOC.search(rest)
+                rest = body if rest.startswith("<<") else f"{rest}\n{body}{match.group(3)}"
             command = _translate_run(rest, packages, notes)
             if command:
                 steps.append(BuildStep("run", (command,)))
+        elif keyword in ("COPY", "ADD") and body:
+            target = rest.split()[-1]
+            target = target if target.startswith("/") else f"{workdir.rstrip('/')}/{target}"
+            steps.append(BuildStep("write", (target, body)))
         elif keyword in ("COPY", "ADD"):
             steps += _copy_steps(keyword, rest, line, context, workdir)
         elif keyword == "WORKDIR":
@@ -220,10 +300,13 @@ def translate_dockerfile(text: str, context: Path) -> tuple[list[str], list[Buil
             pairs = re.findall(r'(\w+)=("[^"]*"|\S+)', rest) or [tuple(rest.split(None, 1))]
             for name, value in pairs:
                 steps.append(BuildStep("env", (name, value.strip('"'))))
+        elif keyword == "ARG":
+            name, _, default = rest.partition("=")
+            args[name.strip()] = default.strip().strip('"')
         elif keyword in ("CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "USER", "SHELL", "VOLUME",
-                         "ARG", "HEALTHCHECK", "STOPSIGNAL", "MAINTAINER"):
+                         "HEALTHCHECK", "STOPSIGNAL", "MAINTAINER"):
             if keyword == "USER":
-                notes.append(f"USER {rest} ignored: agent commands run as the sandbox's agent")
+                notes.append(f"USER {rest} ignored: agent commands run as the sandbox's root")
         else:
             raise Unsupported(f"Dockerfile instruction {keyword} ({line!r})")
     return sorted(set(packages)), steps, workdir, notes
@@ -253,7 +336,10 @@ def _read_yaml(path: Path) -> dict:
     except ImportError:  # pragma: no cover - PyYAML comes with the project's dependencies
         from harness.core import MissingDependencyError
         raise MissingDependencyError("pyyaml", "dev", "TB1 task.yaml files") from None
-    return yaml.safe_load(path.read_text()) or {}
+    try:
+        return yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:  # one line: the problem and where
+        raise ValueError(f"{path.name}: {' '.join(str(exc).split())}") from None
 
 
 def _tb1_instruction(meta: dict) -> str:
@@ -267,7 +353,36 @@ def _tb1_instruction(meta: dict) -> str:
 
 _TB2_FILES = ("task.toml", "instruction.md", "environment/Dockerfile", "tests", "solution")
 _TB1_FILES = ("task.yaml", "Dockerfile", "tests", "run-tests.sh", "solution.sh",
-              "solution.yaml")
+              "solution.yaml", "docker-compose.yaml")
+
+
+def compose_build(compose: Path, where: Path) -> tuple[Path, str]:
+    """The build context (confined to `where`) and Dockerfile name of a TB1
+    ``docker-compose.yaml`` with one service; `Unsupported` for several services, a service
+    without ``build`` or a context that leaves `where`."""
+    try:
+        services = (_read_yaml(compose) or {}).get("services") or {}
+    except (ValueError, OSError, AttributeError) as exc:
+        raise Unsupported(f"docker-compose.yaml cannot be read: {exc}") from None
+    if not isinstance(services, dict) or len(services) != 1:
+        names = ", ".join(services) if isinstance(services, dict) else "?"
+        raise Unsupported(f"docker-compose.yaml has {len(services)} services ({names}); "
+                          "only single-service tasks are supported")
+    (name, service), = services.items()
+    build = (service or {}).get("build")
+    if isinstance(build, str):
+        build = {"context": build}
+    if not isinstance(build, dict):
+        raise Unsupported(f"docker-compose.yaml service {name} has no build section")
+    context = str(build.get("context") or ".")
+    if context.startswith("${T_BENCH_TASK_BUILD_CONTEXT_DIR}"):
+        context = "." + context[len("${T_BENCH_TASK_BUILD_CONTEXT_DIR}"):]
+    base = os.path.relpath(os.path.realpath(compose.parent), os.path.realpath(where))
+    try:
+        found = resolve_source(where, posixpath.normpath(posixpath.join(base, context)))[0].path
+    except ContextEscape as exc:
+        raise Unsupported(f"docker-compose.yaml build context: {exc}") from None
+    return found, str(build.get("dockerfile") or "Dockerfile")
 
 
 def _task_files(path: Path, names: tuple[str, ...]) -> dict[str, Path]:
@@ -296,30 +411,44 @@ def _tb1_solution(files: dict[str, Path]) -> tuple[str, ...]:
 def _finish(path: Path, fmt: str, files: dict[str, Path], dockerfile: str, *,
             instruction: str = "", meta: dict | None = None, solution: tuple[str, ...] = (),
             solution_dir: Path | None = None, agent_s: float = 900.0, verifier_s: float = 180.0,
-            environment: dict | None = None, refused: str | None = None) -> TerminalTask:
+            environment: dict | None = None, refused: str | None = None,
+            context: Path | None = None, verifier: dict | None = None) -> TerminalTask:
     """The task, translated; `refused` (a task file that leaves the folder) or the first
     step that cannot be translated makes it unsupported."""
     meta = meta or {}
     packages: list[str] = []
     steps: list[BuildStep] = []
     notes: list[str] = []
-    workdir, unsupported, policy = "/app", None, "none"
+    workdir, unsupported = "/app", None
+    policy = "registries" if fmt == "tb1" else "none"  # TB1 containers had the internet
     tests = files.get("tests", path / "tests")
     try:
         if refused:
             raise Unsupported(refused)
-        policy = network_policy(environment or {})
-        if not files[dockerfile].exists():
-            raise Unsupported(f"no Dockerfile at {dockerfile}")
+        if fmt == "tb2":
+            policy = network_policy(environment or {})
+        for name, value in (("agent timeout", agent_s), ("verifier timeout", verifier_s)):
+            if not 0 < value <= 86400:  # nan fails both comparisons
+                raise Unsupported(f"{name} {value!r} s is out of range (0, 86400]")
+        if context is not None:
+            dockerfile_path = context / dockerfile
+        elif not files[dockerfile].exists():
+            raise Unsupported(f"no Dockerfile at {dockerfile} and no docker-compose.yaml")
+        else:
+            dockerfile_path = files[dockerfile]
         if not tests.is_dir():
             raise Unsupported("no tests directory")
+        if not dockerfile_path.is_file():
+            raise Unsupported(f"no Dockerfile at {dockerfile_path.relative_to(path.parent)}")
         packages, steps, workdir, notes = translate_dockerfile(
-            files[dockerfile].read_text(), path / os.path.dirname(dockerfile))
+            dockerfile_path.read_text(), context or path / os.path.dirname(dockerfile))
         if workdir == "/":
             workdir = "/app"
     except Unsupported as exc:
         unsupported = str(exc)
     env = tuple((s.args[0], s.args[1]) for s in steps if s.kind == "env")
+    build_network = "registries" if any(
+        s.kind == "run" and _PIP_ANYWHERE.search(" " + s.args[0]) for s in steps) else "none"
     return TerminalTask(
         id=path.name, format=fmt, path=path, instruction=instruction.strip(),
         category=str(meta.get("category") or "uncategorized"),
@@ -327,12 +456,14 @@ def _finish(path: Path, fmt: str, files: dict[str, Path], dockerfile: str, *,
         steps=tuple(steps), workdir=workdir, env=env, tests_dir=tests, solution=solution,
         solution_dir=solution_dir, agent_timeout_s=agent_s, verifier_timeout_s=verifier_s,
         notes=tuple(dict.fromkeys(notes)), unsupported=unsupported, network=policy,
-        extras={"tags": list(meta.get("tags") or [])})
+        build_network=build_network, context=context,
+        extras={"tags": list(meta.get("tags") or []), **(verifier or {})})
 
 
 def load_task(path: Path) -> TerminalTask:
     """The task in directory `path` (TB2 if it has ``task.toml``, TB1 if ``task.yaml``); a
-    task file that leaves the folder (a symlink out) makes it unsupported, unread."""
+    task file that leaves the folder (a symlink out), cannot be read or parsed, or sets an
+    out-of-range time limit makes it unsupported with one line."""
     path = Path(path)
     tb2 = os.path.lexists(path / "task.toml")
     if not tb2 and not os.path.lexists(path / "task.yaml"):
@@ -340,23 +471,59 @@ def load_task(path: Path) -> TerminalTask:
     fmt, dockerfile = ("tb2", "environment/Dockerfile") if tb2 else ("tb1", "Dockerfile")
     try:
         files = _task_files(path, _TB2_FILES if tb2 else _TB1_FILES)
+        return _load_tb2(path, files, dockerfile) if tb2 else _load_tb1(path, files, dockerfile)
     except Unsupported as exc:
         return _finish(path, fmt, {}, dockerfile, refused=str(exc))
-    if tb2:
-        config = tomllib.loads(files["task.toml"].read_text())
-        environment = config.get("environment", {})
-        solve = files["solution"] / "solve.sh"
-        return _finish(path, fmt, files, dockerfile, meta=config.get("metadata", {}),
-                       instruction=files["instruction.md"].read_text()
-                       if files["instruction.md"].is_file() else "",
-                       solution=(solve.read_text(),) if solve.is_file() else (),
-                       solution_dir=files["solution"] if solve.is_file() else None,
-                       agent_s=float(config.get("agent", {}).get("timeout_sec", 900)),
-                       verifier_s=float(config.get("verifier", {}).get("timeout_sec", 180)),
-                       environment=environment)
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, AttributeError, KeyError) as exc:
+        name = "task.toml" if tb2 else "task.yaml"
+        reason = " ".join(str(exc).split())[:200]
+        return _finish(path, fmt, {}, dockerfile,
+                       refused=f"{name} or a task file cannot be read: "
+                               f"{type(exc).__name__}: {reason}")
+
+
+def _load_tb2(path: Path, files: dict[str, Path], dockerfile: str) -> TerminalTask:
+    config = tomllib.loads(files["task.toml"].read_text())
+    environment = config.get("environment", {})
+    solve = files["solution"] / "solve.sh"
+    return _finish(path, "tb2", files, dockerfile, meta=config.get("metadata", {}),
+                   instruction=files["instruction.md"].read_text()
+                   if files["instruction.md"].is_file() else "",
+                   solution=(solve.read_text(),) if solve.is_file() else (),
+                   solution_dir=files["solution"] if solve.is_file() else None,
+                   agent_s=float(config.get("agent", {}).get("timeout_sec", 900)),
+                   verifier_s=float(config.get("verifier", {}).get("timeout_sec", 180)),
+                   environment=environment)
+
+
+def _tb1_verifier(path: Path, files: dict[str, Path], meta: dict) -> dict:
+    """Where TB1's verifier comes from: ``run_tests``, the task's ``run-tests.sh`` or the
+    dataset's ``defaults/run-tests.sh`` (None: plain pytest), and ``test_scripts``, the
+    dataset's ``scripts/`` the task.yaml lists (copied into /tests beside the tests)."""
+    dataset = path.parent.parent
+    run_tests = files["run-tests.sh"] if files["run-tests.sh"].is_file() else None
+    if run_tests is None and (dataset / "defaults" / "run-tests.sh").is_file():
+        run_tests = context_sources(dataset, "defaults/run-tests.sh", "run-tests.sh")[0].path
+    scripts = [context_sources(dataset, f"scripts/{name}", f"test_scripts {name}")[0].path
+               for name in meta.get("test_scripts") or [] if (dataset / "scripts").is_dir()]
+    return {"run_tests": run_tests, "test_scripts": tuple(scripts)}
+
+
+def _load_tb1(path: Path, files: dict[str, Path], dockerfile: str) -> TerminalTask:
     meta = _read_yaml(files["task.yaml"])
-    return _finish(path, fmt, files, dockerfile, meta=meta, instruction=_tb1_instruction(meta),
-                   solution=_tb1_solution(files),
+    if not isinstance(meta, dict):
+        raise ValueError("task.yaml is not a mapping")
+    context, env_name = None, meta.get("env_name")
+    if env_name:  # a shared environment of the dataset: <dataset>/environments/<env_name>
+        dataset = path.parent.parent
+        compose = context_sources(dataset, f"environments/{env_name}/docker-compose.yaml",
+                                  f"env_name {env_name}")[0].path
+        context, dockerfile = compose_build(compose, dataset)
+    elif files["docker-compose.yaml"].exists():
+        context, dockerfile = compose_build(files["docker-compose.yaml"], path)
+    return _finish(path, "tb1", files, dockerfile, meta=meta, context=context,
+                   verifier=_tb1_verifier(path, files, meta),
+                   instruction=_tb1_instruction(meta), solution=_tb1_solution(files),
                    agent_s=float(meta.get("max_agent_timeout_sec", 900)),
                    verifier_s=float(meta.get("max_test_timeout_sec", 180)))
 

@@ -3,6 +3,7 @@ Env contract, exploit attempts score 0, tree rollouts match straight episodes.""
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 import pytest
@@ -103,3 +104,39 @@ def test_tree_rollout_matches_straight_episodes(lite_suite):
     env.close()
     assert tree[0] == straight[0] and tree[1] == straight[1] and tree[2] == straight[0]
     assert straight[0][-1].endswith("reward 1]") and straight[1][-1].endswith("reward 0]")
+
+
+class _Replay:
+    """A policy that sends fixed actions in order (the escaping test's agent)."""
+
+    id, train_seed, provenance = "replay", None, {"kind": "test"}
+
+    def __init__(self, actions):
+        self._actions = list(actions)
+
+    async def act(self, context):
+        from harness.policies import Decision
+
+        return Decision(self._actions[context.step])
+
+
+def test_control_bytes_of_a_command_are_escaped_in_the_observation_and_the_store(
+        lite_suite, tmp_path):
+    from harness.runner import EpisodeJob, run_episode
+    from harness.store import Store
+
+    env = lite_suite.make_env("dedupe-lines")
+    env.reset(seed=0)
+    raw = env._require().run("printf 'a\\0b\\033[31mc\\r\\x7f\\xc2\\x85'").output
+    shown = env.step("printf 'a\\0b\\033[31mc\\r\\x7f\\xc2\\x85 tab\\there'").observation
+    env.close()
+    assert raw == "a\0b\x1b[31mc\r\x7f\x85"  # the sandbox's own result keeps the raw text
+    assert shown == "a\\x00b\\x1b[31mc\\x0d\\x7f\\x85 tab\there\n[exit code 0]\n"
+    task = next(spec for spec in lite_suite.tasks() if spec.id == "dedupe-lines")
+    job = EpisodeJob(_Replay(["printf 'a\\0b\\033[31mc'", "submit"]), lite_suite, task, 0, 0)
+    record, steps = asyncio.run(run_episode(job))
+    with Store(tmp_path / "r.db") as store:
+        store.begin_run("r", {}, {})
+        store.write_episode("r", record, steps)
+        stored = store.load_steps("r", record.key)
+    assert stored[1].observation == "a\\x00b\\x1b[31mc\n[exit code 0]\n"

@@ -63,7 +63,7 @@ def test_tb2_task_is_read_and_its_dockerfile_translated(tmp_path):
     assert task.instruction.startswith("Create /app/hello.txt")
     assert task.packages == ("jq",) and task.env == (("GREETING", "hi"),)
     assert task.verifier_timeout_s == 120.0 and task.unsupported is None
-    assert any("replaced by Debian bookworm" in note for note in task.notes)
+    assert any("t-bench python-3-13 emulated" in note for note in task.notes)
 
 
 def test_tb1_task_is_read_with_its_solution_commands(tmp_path):
@@ -73,12 +73,15 @@ def test_tb1_task_is_read_with_its_solution_commands(tmp_path):
 
 
 @pytest.mark.parametrize("dockerfile, reason", [
-    ("FROM a AS b\nRUN true\nFROM c\n", "multi-stage build"),
-    ("FROM a\nRUN curl -fsSL https://x.sh | sh\n", "needs the network at build time"),
-    ("FROM a\nADD https://example.org/f.tgz /opt/\n", "from a URL"),
-    ("FROM a\nRUN pip install -r requirements.txt\n", "pip install of files"),
-    ("FROM a\nCOPY missing/ /app/\n", "source 'missing/' is missing"),
-    ("FROM a\nONBUILD RUN true\n", "instruction ONBUILD"),
+    ("FROM debian:12 AS b\nRUN true\nFROM debian:12\n", "multi-stage build"),
+    ("FROM debian:12\nRUN curl -fsSL https://x.sh | sh\n", "needs the network at build time"),
+    ("FROM debian:12\nADD https://example.org/f.tgz /opt/\n", "from a URL"),
+    ("FROM debian:12\nRUN pip install torch --index-url https://download.pytorch.org/whl/cpu\n",
+     "pip index https://download.pytorch.org/whl/cpu is not a package registry"),
+    ("FROM debian:12\nCOPY missing/ /app/\n", "source 'missing/' is missing"),
+    ("FROM debian:12\nONBUILD RUN true\n", "instruction ONBUILD"),
+    ("FROM localstack/localstack:4.3\nRUN true\n",
+     "base image localstack/localstack:4.3 is not emulated"),
 ])
 def test_untranslatable_steps_make_the_task_unsupported_with_the_step(tmp_path, dockerfile,
                                                                        reason):
@@ -91,10 +94,12 @@ def test_run_parts_pip_and_compound_commands(tmp_path):
         "FROM python:3.13-slim\nRUN apt-get update && apt-get install -y --no-install-recommends "
         "git=1:2.39 make && pip install numpy==1.26 && mkdir -p /data && echo ok > /data/f\n"
         "RUN for i in 1 2; do echo $i >> /data/n; done; apt-get install -y bc\n", tmp_path)
-    assert packages == ["bc", "git", "make", "python3-numpy"]
-    assert steps[0] == BuildStep("run", ("mkdir -p /data && echo ok > /data/f",))
-    assert steps[1].args[0].startswith("for i in 1 2; do")  # kept whole
-    assert workdir == "/" and any("versions differ" in n for n in notes)
+    assert packages == ["bc", "git", "make"]  # pip names are never mapped to Debian packages
+    assert steps[0].args[0].startswith("ln -sf /usr/bin/python3 /usr/local/bin/python")
+    assert steps[1] == BuildStep("run", ("pip install numpy==1.26 && mkdir -p /data && "
+                                         "echo ok > /data/f",))
+    assert steps[2].args[0].startswith("for i in 1 2; do")  # kept whole
+    assert workdir == "/" and any("from PyPI at build time" in n for n in notes)
 
 
 def test_a_task_that_needs_the_internet_is_unsupported_offline(tmp_path):
@@ -122,7 +127,7 @@ def test_official_layouts_run_end_to_end_in_the_sandbox(tmp_path, lite_suite):
 
     make_tb2(tmp_path)
     make_tb1(tmp_path)
-    make_tb2(tmp_path, "needs-net", dockerfile="FROM a\nRUN wget https://x/y\n")
+    make_tb2(tmp_path, "needs-net", dockerfile="FROM debian:12\nRUN wget https://x/y\n")
     suite = TerminalBenchSuite(tmp_path)
     assert sorted(s.id for s in suite.tasks()) == ["hello", "hello-tb1"]
     assert "needs the network" in suite.unsupported["needs-net"]
@@ -138,3 +143,138 @@ def test_official_layouts_run_end_to_end_in_the_sandbox(tmp_path, lite_suite):
             result = env.step(env.oracle_action())
         env.close()
         assert result.reward == 1.0, (task_id, result.observation)
+
+
+def test_heredoc_copy_becomes_a_file_and_heredoc_run_a_script(tmp_path):
+    _, steps, _, _ = translate_dockerfile(
+        "FROM debian:12\nWORKDIR /app\nCOPY <<EOT logs/auth.log\nline one\n  line two\nEOT\n"
+        "RUN <<EOF\necho a > /a\necho b > /b\nEOF\nRUN cat <<-'END' > /c\n\tx\n\tEND\n", tmp_path)
+    assert steps[1] == BuildStep("write", ("/app/logs/auth.log", "line one\n  line two\n"))
+    assert steps[2] == BuildStep("run", ("echo a > /a\necho b > /b\n",))
+    assert steps[3] == BuildStep("run", ("cat <<-'END' > /c\nx\nEND",))
+
+
+def test_an_unterminated_heredoc_is_unsupported(tmp_path):
+    with pytest.raises(Unsupported, match="heredoc EOT never ends"):
+        translate_dockerfile("FROM debian:12\nCOPY <<EOT /f\nno end\n", tmp_path)
+
+
+def test_pip_from_pypi_is_replayed_with_registries_at_build_time(tmp_path):
+    task = load_task(make_tb2(tmp_path, dockerfile=(
+        "FROM debian:12\nRUN pip install --index-url https://pypi.org/simple/ requests==2.32.3"
+        "\n")))
+    assert task.unsupported is None and task.build_network == "registries"
+    assert task.packages == () and "requests==2.32.3" in task.steps[-1].args[0]
+    plain = load_task(make_tb2(tmp_path, "plain", dockerfile="FROM debian:12\nRUN true\n"))
+    assert plain.build_network == "none"
+
+
+def test_arg_defaults_are_substituted(tmp_path):
+    _, steps, _, _ = translate_dockerfile(
+        "ARG BASE=debian:12\nFROM ${BASE}\nARG DIR=/opt/x\nWORKDIR $DIR\n", tmp_path)
+    assert steps == [BuildStep("workdir", ("/opt/x",))]
+
+
+def _tb1_compose(root: Path, name: str, compose: str) -> Path:
+    task = make_tb1(root, name)
+    (task / "Dockerfile").unlink()
+    (task / "client").mkdir()
+    (task / "client" / "Dockerfile").write_text("FROM debian:12\nWORKDIR /srv\n"
+                                                "COPY seed.txt /srv/seed.txt\n")
+    (task / "client" / "seed.txt").write_text("seed\n")
+    (task / "docker-compose.yaml").write_text(compose)
+    return task
+
+
+def test_a_single_service_compose_names_the_build_context(tmp_path):
+    task = load_task(_tb1_compose(tmp_path, "one", "services:\n  client:\n    build:\n"
+                                  "      context: client\n      dockerfile: Dockerfile\n"))
+    assert task.unsupported is None and task.context == (tmp_path / "one" / "client").resolve()
+    assert BuildStep("copy", ("seed.txt", "/srv/seed.txt")) in task.steps
+
+
+@pytest.mark.parametrize("compose, reason", [
+    ("services:\n  client:\n    build: client\n  server:\n    image: x\n",
+     "2 services (client, server); only single-service"),
+    ("services:\n  client:\n    image: x\n", "service client has no build section"),
+    ("services:\n  client:\n    build:\n      context: ../..\n", "leaves the build context"),
+])
+def test_compose_files_the_loader_cannot_use_are_unsupported(tmp_path, compose, reason):
+    task = load_task(_tb1_compose(tmp_path, "bad", compose))
+    assert task.unsupported is not None and reason in task.unsupported
+
+
+@pytest.mark.parametrize("yaml_text, reason", [
+    ("instruction: x\nmax_agent_timeout_sec: .nan\n", "agent timeout nan s is out of range"),
+    ("instruction: x\nmax_test_timeout_sec: -5\n", "verifier timeout -5.0 s is out of range"),
+    ("instruction: [unclosed\n", "task.yaml or a task file cannot be read"),
+    ("- just\n- a list\n", "task.yaml is not a mapping"),
+])
+def test_bad_task_settings_make_one_task_unsupported_with_one_line(tmp_path, yaml_text,
+                                                                    reason):
+    make_tb1(tmp_path, "good")
+    bad = make_tb1(tmp_path, "bad")
+    (bad / "task.yaml").write_text(yaml_text)
+    from tasks.terminal.taskdir import load_tasks
+
+    tasks = {t.id: t for t in load_tasks(tmp_path)}
+    assert tasks["good"].unsupported is None
+    assert reason in tasks["bad"].unsupported and "\n" not in tasks["bad"].unsupported
+
+
+def test_a_task_yaml_that_is_not_utf8_is_unsupported(tmp_path):
+    bad = make_tb1(tmp_path, "latin")
+    (bad / "task.yaml").write_bytes(b"instruction: caf\xe9\xff\xfe\n")
+    assert "cannot be read" in load_task(bad).unsupported
+
+
+@pytest.mark.parametrize("log, verdict", [
+    ("PASSED t.py::a\nPASSED t.py::b\n", (1.0, "all tests passed")),
+    ("PASSED t.py::a\nFAILED t.py::b - assert\n", (0.0, "tests failed (1 of 2)")),
+    ("ERROR ../tests/t.py\n", (0.0, "tests failed (1 of 1)")),
+    ("SKIPPED [1] t.py:3: no\n", (0.0, "tests failed (0 of 1)")),
+    ("collected 0 items\n", (0.0, "no pytest summary")),
+])
+def test_tb1_verdict_is_upstreams_pytest_rule(log, verdict):
+    from tasks.terminal.env import pytest_verdict
+
+    assert pytest_verdict(log) == verdict
+
+
+ROOT_TEST_PY = """import os, pwd
+
+
+def test_copy_made_by_the_new_user():
+    path = '/srv/out.txt'
+    assert open(path).read() == 'line one\\n'
+    assert pwd.getpwuid(os.stat(path).st_uid).pw_name == 'tbuser'
+"""
+
+
+def test_compose_heredoc_and_root_only_steps_pass_with_the_oracle_only(tmp_path, lite_suite):
+    """TB1 through a one-service compose file, a heredoc COPY, run-tests.sh as the verifier and
+    a solution only root can run (useradd, chown): the oracle passes, submit-at-once fails."""
+    from tasks.terminal import TerminalBenchSuite
+
+    task = _tb1_compose(tmp_path, "rooted", "services:\n  client:\n    build:\n"
+                        "      context: client\n")
+    (task / "client" / "Dockerfile").write_text(
+        "FROM debian:12\nWORKDIR /srv\nCOPY <<EOT /srv/seed.txt\nline one\nEOT\n"
+        "RUN chmod 600 /srv/seed.txt\n")
+    (task / "tests" / "test_outputs.py").write_text(ROOT_TEST_PY)
+    (task / "solution.yaml").unlink()
+    (task / "solution.sh").write_text("useradd tbuser && cp /srv/seed.txt /srv/out.txt && "
+                                      "chown tbuser /srv/out.txt\n")
+    suite = TerminalBenchSuite(tmp_path)
+    assert suite.unsupported == {}
+    env = suite.make_env("rooted")
+    try:
+        env.reset(seed=0)
+        assert env.step("submit").reward == 0.0
+        env.reset(seed=0)
+        result = env.step(env.oracle_action())
+        assert "[exit code 0]" in result.observation, result.observation
+        result = env.step(env.oracle_action())
+        assert (result.reward, result.info["verifier"]) == (1.0, "all tests passed")
+    finally:
+        env.close()

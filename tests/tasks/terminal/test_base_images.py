@@ -1,0 +1,41 @@
+"""Base-image emulation: known images give their workdir and commands, unknown ones refuse."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.terminal.base_images import base_image
+from tasks.terminal.taskdir import BuildStep, Unsupported, translate_dockerfile
+
+
+@pytest.mark.parametrize("name, workdir, python", [
+    ("ghcr.io/laude-institute/t-bench/python-3-13:20250620", "/app", True),
+    ("ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "/app", False),
+    ("python:3.9-slim-bookworm", "", True),
+    ("debian:bullseye-slim", "", False),
+    ("ubuntu:22.04", "", False),
+])
+def test_known_images_have_their_workdir_and_python(name, workdir, python):
+    image = base_image(name)
+    assert image is not None and image.workdir == workdir
+    assert ("/usr/local/bin/python" in image.setup) is python
+
+
+@pytest.mark.parametrize("name", ["localstack/localstack:4.3", "alpine:3.19",
+                                  "ghcr.io/laude-institute/t-bench/python-3-13-evil"])
+def test_unknown_images_are_none(name):
+    assert base_image(name) is None
+
+
+def test_a_t_bench_image_starts_in_app_before_the_task_steps(tmp_path):
+    _, steps, workdir, notes = translate_dockerfile(
+        "FROM --platform=linux/amd64 ghcr.io/laude-institute/t-bench/python-3-13:latest\n"
+        "RUN touch here\n", tmp_path)
+    assert steps[1] == BuildStep("workdir", ("/app",)) and workdir == "/app"
+    assert "uv==0.8.15" in steps[0].args[0] and steps[2] == BuildStep("run", ("touch here",))
+    assert any("python-3-13 emulated" in note for note in notes)
+
+
+def test_an_unknown_image_is_unsupported_with_its_name(tmp_path):
+    with pytest.raises(Unsupported, match=r"base image localstack/localstack:4.3 is not"):
+        translate_dockerfile("FROM localstack/localstack:4.3\n", tmp_path)
