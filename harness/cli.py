@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from harness.core import HarnessError
@@ -29,6 +32,8 @@ def _run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task-type", dest="task_types", action="append",
                         help=helps["task_types"])
     parser.add_argument("--tasks", dest="n_tasks", type=int, help=helps["n_tasks"])
+    parser.add_argument("--task-ids", dest="task_ids", action="append", metavar="ID[,ID...]",
+                        help=helps["task_ids"] + " (repeat or comma-separate)")
     parser.add_argument("--eval-seeds", type=int, help="number of evaluation seeds (0..N-1)")
     parser.add_argument("--samples", type=int, help=helps["samples"])
     parser.add_argument("--max-steps", type=int, help=helps["max_steps"])
@@ -38,20 +43,26 @@ def _run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-error-rate", type=float, help=helps["max_error_rate"])
     parser.add_argument("--db", help=helps["db"])
     parser.add_argument("--run-id", help=helps["run_id"])
+    parser.add_argument("--no-turns", dest="store_turns", action="store_const", const=False,
+                        help="do not store each model turn's messages and raw reply (huge "
+                             "runs; the run config's store_turns = false)")
 
 
 def _config_from_args(args: argparse.Namespace):
     from harness.config import load_run_config, make_run_config
 
     keys = ("policies", "suites", "split", "task_types", "n_tasks", "eval_seeds", "samples",
-            "max_steps", "episode_timeout_s", "concurrency", "max_error_rate", "db", "run_id")
+            "max_steps", "episode_timeout_s", "concurrency", "max_error_rate", "db", "run_id",
+            "task_ids", "store_turns")
     values: dict[str, Any] = {}
     for key in keys:
         value = getattr(args, key)
         if value is None:
             continue
-        if key in ("policies", "suites", "task_types"):
+        if key in ("policies", "suites", "task_types", "task_ids"):
             value = [v.strip() for item in value for v in item.split(",") if v.strip()]
+            if key == "task_ids" and not value:
+                raise HarnessError("--task-ids needs at least one task id")
         values[key] = value
     if args.config:
         return load_run_config(args.config, values)
@@ -117,6 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                            getattr(args, "env_workers", 0))
     except RunInterrupted as exc:
         print(f"harness run: {exc}", file=sys.stderr)
+        _close_sandboxes()  # env threads may still hold some: os._exit skips finalizers
         sys.stdout.flush()
         sys.stderr.flush()
         # every finished episode is committed and the store closed: end now, skipping the
@@ -245,6 +257,7 @@ BENCHES = {
     "sandbox": "tasks.terminal.bench:sandbox_report",
     "swebench": "tasks.swebench.bench:swebench_report",
     "ray": "harness.executors.bench:ray_report",
+    "view": "harness.view.bench:view_report",
 }
 """`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
 returns the lines to print (each figure next to its same-run baseline)."""
@@ -257,11 +270,127 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.serve",
     "harness.tasks_cli",
     "harness.train.cli",
+    "harness.study.cli",
     "harness.data",
     "harness.swebench_cli",
+    "harness.view.commands",
 )
 """Modules that add subcommands: each has ``add_commands(subparsers)``; handlers set
 ``func`` and import heavy dependencies lazily."""
+
+
+def cmd_sandbox_gc(args: argparse.Namespace) -> int:
+    from tasks.sandbox_gc import collect_garbage
+
+    for line in collect_garbage() or ["nothing to remove"]:
+        print(line)
+    return 0
+
+
+STOPPED_IN_ORDER = ("run", "audit", "signals", "swebench")
+"""Commands that may hold sandboxes: SIGTERM stops them like SIGINT, and on either their
+sandboxes are closed (processes killed, mounts and layers removed) before they exit."""
+
+
+class Stopped(BaseException):
+    """SIGTERM reached a command of `STOPPED_IN_ORDER` (raised by its handler, as SIGINT
+    raises KeyboardInterrupt)."""
+
+    def __init__(self, signal_number: int):
+        super().__init__(signal_number)
+        self.signal_number = signal_number
+
+
+def _on_stop_signal(number: int, frame: Any) -> None:
+    """The first SIGINT or SIGTERM stops the command; later ones are ignored, so they cannot
+    break into the cleanup the first one started (SIGKILL still ends it)."""
+    for other in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(other, signal.SIG_IGN)
+    if number == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Stopped(number)
+
+
+def _close_sandboxes() -> None:
+    """Close this process's open sandboxes, for good (no new one opens), signals held off."""
+    from tasks.sandbox_gc import close_own_sandboxes
+
+    held = []
+    for number in (signal.SIGINT, signal.SIGTERM):
+        try:
+            held.append((number, signal.signal(number, signal.SIG_IGN)))
+        except ValueError:  # not the main thread
+            continue
+    try:
+        for line in close_own_sandboxes(refuse_new=True):
+            log.info("%s", line)
+    finally:
+        for number, previous in held:
+            signal.signal(number, previous)
+
+
+@contextlib.contextmanager
+def _stop_in_order(command: str) -> Iterator[None]:
+    """For `STOPPED_IN_ORDER` commands: SIGTERM raises `Stopped` (SIGINT KeyboardInterrupt,
+    as before); an interruption (either, or a run that a signal stopped) closes the sandboxes
+    before it propagates. The previous handlers are back afterwards."""
+    if command not in STOPPED_IN_ORDER:
+        yield
+        return
+    previous = {}
+    for number in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[number] = signal.signal(number, _on_stop_signal)
+        except ValueError:  # not the main thread (main() called from a thread)
+            break
+    try:
+        yield
+    except (KeyboardInterrupt, Stopped):
+        _close_sandboxes()
+        raise
+    except HarnessError as exc:
+        if getattr(exc, "signal_number", None) is not None:  # RunInterrupted
+            _close_sandboxes()
+        raise
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+SANDBOX_FOLDERS = ("harness-sandboxes-{uid}", "harness-sandbox-")
+"""`tasks.sandbox_gc`'s parent of sandbox roots and its legacy prefix, both in the temporary
+folder (a test keeps them in step): importing `tasks` costs a tenth of a second, so a command
+first looks whether there is anything to collect at all."""
+
+
+def _sandbox_garbage_possible() -> bool:
+    """Whether `tasks.sandbox_gc.collect_garbage` could find anything (one or two listings)."""
+    tmp = tempfile.gettempdir()
+    parent, legacy = SANDBOX_FOLDERS
+    try:
+        with os.scandir(os.path.join(tmp, parent.format(uid=os.geteuid()))) as entries:
+            if next(entries, None) is not None:
+                return True
+    except OSError:
+        pass
+    try:
+        return any(name.startswith(legacy) for name in os.listdir(tmp))
+    except OSError:
+        return False
+
+
+def _collect_sandbox_garbage() -> None:
+    """Remove what sandboxes of dead harness processes left (quietly; `harness sandbox gc`
+    says what it removes). A machine without sandboxes has nothing to list."""
+    if not sys.platform.startswith("linux") or not _sandbox_garbage_possible():
+        return
+    try:
+        from tasks.sandbox_gc import collect_garbage
+
+        for line in collect_garbage():
+            log.info("sandbox gc: %s", line)
+    except Exception as exc:  # noqa: BLE001 - housekeeping must never stop a command
+        log.debug("sandbox gc skipped: %s", exc)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -320,6 +449,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-id")
     p.set_defaults(func=cmd_export)
 
+    p = sub.add_parser("sandbox", help="sandbox housekeeping")
+    sandbox = p.add_subparsers(dest="sandbox_command", required=True)
+    gc = sandbox.add_parser("gc", help="kill, unmount and remove what sandboxes of harness "
+                            "processes that are gone left behind (every command does it first)")
+    gc.set_defaults(func=cmd_sandbox_gc)
+
     p = sub.add_parser("bench", help="performance figures next to a same-run baseline")
     p.add_argument("what", choices=sorted(BENCHES))
     p.add_argument("--eval-seeds", type=int, default=None,
@@ -338,8 +473,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     handler: Callable[[argparse.Namespace], int] = args.func
+    if args.command != "sandbox":  # `harness sandbox gc` does it itself, and says what
+        _collect_sandbox_garbage()
     try:
-        return handler(args)
+        with _stop_in_order(args.command):
+            return handler(args)
     except HarnessError as exc:
         print(f"harness {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -347,6 +485,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted; finished episodes are stored, rerun the same command to resume",
               file=sys.stderr)
         return 130
+    except Stopped as exc:
+        print(f"harness {args.command}: stopped by {signal.Signals(exc.signal_number).name}; "
+              "its sandboxes are closed", file=sys.stderr)
+        return 128 + exc.signal_number
 
 
 if __name__ == "__main__":

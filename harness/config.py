@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,9 @@ class RunConfig:
     n_tasks: int | None = _help("N tasks of the split per suite, taken round-robin across "
                                 "task types (all when unset)",
                                 default=None)
+    task_ids: tuple[str, ...] = _help("play exactly these tasks of the split, in this order, "
+                                      "from whichever suites of the run have them (instead of "
+                                      "n_tasks and task_types)", default=())
     eval_seeds: tuple[int, ...] = _help("evaluation seeds (env and sampling randomness)",
                                         default=(0,))
     samples: int = _help("samples per (task, eval seed), for pass@k", default=1)
@@ -46,15 +50,21 @@ class RunConfig:
     db: str = _help("results database path", default="results/harness.db")
     run_id: str | None = _help("run id (default: derived from the config, so rerunning the "
                                "same command resumes the same run)", default=None)
+    store_turns: bool = _help("store every model turn's messages and raw reply (compressed); "
+                              "false skips them for huge runs", default=True)
 
     def __post_init__(self) -> None:
         _validate(self)
 
     def identity(self) -> dict[str, Any]:
-        """The fields that decide which episodes are played (stored with the run)."""
+        """The fields that decide which episodes are played (stored with the run).
+        ``task_ids`` only when set, so the run ids of configs without it stay as they were."""
         data = asdict(self)
-        for name in ("concurrency", "db", "run_id", "max_error_rate", "episode_timeout_s"):
+        for name in ("concurrency", "db", "run_id", "max_error_rate", "episode_timeout_s",
+                     "store_turns"):
             data.pop(name)
+        if not data["task_ids"]:
+            data.pop("task_ids")
         return data
 
     def resolved_run_id(self) -> str:
@@ -80,10 +90,13 @@ def _validate(config: RunConfig) -> None:
             raise ConfigError(f"{name} must be an integer, got {value!r}")
         if value < low:
             raise ConfigError(f"{name} must be >= {low}, got {value}")
-    for name in ("policies", "suites", "task_types"):
+    for name in ("policies", "suites", "task_types", "task_ids"):
         value = getattr(config, name)
         if not isinstance(value, tuple) or not all(isinstance(v, str) and v for v in value):
             raise ConfigError(f"{name} must be a list of non-empty strings, got {value!r}")
+    _validate_task_ids(config)
+    if not isinstance(config.store_turns, bool):
+        raise ConfigError(f"store_turns must be true or false, got {config.store_turns!r}")
     for name in ("max_error_rate", "episode_timeout_s"):
         value = getattr(config, name)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
@@ -113,11 +126,27 @@ def _validate(config: RunConfig) -> None:
             raise ConfigError(f"{name} must be a non-empty string, got {value!r}")
 
 
+def _validate_task_ids(config: RunConfig) -> None:
+    """`task_ids` (already a tuple of non-empty strings): no duplicates, and not together with
+    another setting that chooses tasks."""
+    if not config.task_ids:
+        return
+    duplicates = [task_id for task_id, n in Counter(config.task_ids).items() if n > 1]
+    if duplicates:
+        raise ConfigError(f"task_ids lists {', '.join(map(repr, duplicates))} more than once")
+    if config.n_tasks is not None:
+        raise ConfigError("task_ids and n_tasks both choose the tasks to play; set one of them "
+                          "(task_ids plays exactly the tasks it lists)")
+    if config.task_types:
+        raise ConfigError("task_ids and task_types both choose the tasks to play; set one of "
+                          "them (task_ids plays exactly the tasks it lists)")
+
+
 FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
 
 
 def _coerce(name: str, value: Any) -> Any:
-    if name in ("policies", "suites", "task_types"):
+    if name in ("policies", "suites", "task_types", "task_ids"):
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
         if not isinstance(value, (list, tuple)):

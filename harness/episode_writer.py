@@ -50,12 +50,14 @@ class EpisodeWriter:
 
     Use as a context manager around a run: leaving it sends what is pending and waits until
     every submitted episode is committed. A failed write raises `HarnessError`, from the next
-    `submit` or from `close`.
+    `submit` or from `close`. ``turns=False`` stores no episode's model turns
+    (``store_turns = false``).
     """
 
-    def __init__(self, path: str | os.PathLike, *, replace: bool = False):
+    def __init__(self, path: str | os.PathLike, *, replace: bool = False, turns: bool = True):
         self._path = Path(path)
-        self._pending: list[tuple[tuple, tuple]] = []
+        self._turns = turns
+        self._pending: list[tuple[tuple, tuple, tuple | None]] = []
         self._pending_bytes = 0
         self._submitted = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -82,9 +84,11 @@ class EpisodeWriter:
         objects); they are sent with the others that finish within `GATHER_S`."""
         if self._error is not None:
             raise self._error
-        rows = episode_rows(run_id, episode, steps)
-        self._pending.append((rows.episode, rows.trajectory))
+        rows = episode_rows(run_id, episode, steps, turns=self._turns)
+        self._pending.append(tuple(rows))  # plain tuples: the process imports no store
         self._pending_bytes += len(rows.trajectory[-1])
+        if rows.turns is not None:
+            self._pending_bytes += len(rows.turns[-1])
         self._submitted += 1
         if self._pending_bytes >= FLUSH_BYTES:
             self.flush()

@@ -18,13 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from harness.core import derive_seed, make_rng
-from harness.policies.base import EpisodeContext
-from harness.records import EpisodeKey, EpisodeRecord, StepRecord
+from harness.core import ConfigError, UnknownNameError, derive_seed, make_rng
+from harness.policies.base import Decision, EpisodeContext
+from harness.records import EpisodeKey, EpisodeRecord, StepRecord, TurnRecord
 from tasks.base import Env, Suite, TaskSpec
 
-__all__ = ["env_seed", "policy_rng", "rng_identity", "balanced_prefix", "select_tasks", "episode_context",
-           "multiline_actions", "EpisodeTally", "finish_record", "failed_record"]
+__all__ = ["env_seed", "policy_rng", "rng_identity", "balanced_prefix", "select_tasks",
+           "select_task_ids", "episode_context",
+           "multiline_actions", "EpisodeTally", "turn_record", "finish_record", "failed_record"]
 
 
 def env_seed(suite_id: str, task_id: str, eval_seed: int) -> int:
@@ -64,6 +65,40 @@ def select_tasks(suite: Suite, split: str, *, task_types: Sequence[str] = (),
     if task_types:
         tasks = [t for t in tasks if t.task_type in task_types]
     return tasks if n_tasks is None else balanced_prefix(tasks, n_tasks)
+
+
+def select_task_ids(suites: Sequence[Suite], split: str, task_ids: Sequence[str]
+                    ) -> list[tuple[Suite, list[TaskSpec]]]:
+    """Exactly the tasks `task_ids` names, in its order, each from every one of `suites` whose
+    `split` has it: ``(suite, tasks)`` groups, consecutive ids of one suite in one group. An
+    id that no suite's `split` has is an `UnknownNameError` (with "did you mean"), or a
+    `ConfigError` naming the split that has it."""
+    by_suite = {suite.id: {task.id: task for task in suite.tasks(split)} for suite in suites}
+    groups: list[tuple[Suite, list[TaskSpec]]] = []
+    for task_id in task_ids:
+        found = [(suite, by_suite[suite.id][task_id]) for suite in suites
+                 if task_id in by_suite[suite.id]]
+        if not found:
+            raise _unknown_task_id(suites, split, task_id, by_suite)
+        for suite, task in found:
+            if groups and groups[-1][0] is suite:
+                groups[-1][1].append(task)
+            else:
+                groups.append((suite, [task]))
+    return groups
+
+
+def _unknown_task_id(suites: Sequence[Suite], split: str, task_id: str,
+                     by_suite: Mapping[str, Mapping[str, TaskSpec]]) -> Exception:
+    for suite in suites:
+        elsewhere = [t.split for t in suite.tasks() if t.id == task_id]
+        if elsewhere:
+            return ConfigError(f"task id {task_id!r} is in the {elsewhere[0]} split of "
+                               f"{suite.id}, not the run's {split} split; set split = "
+                               f"{elsewhere[0]!r} (--split {elsewhere[0]})")
+    known = [known_id for tasks in by_suite.values() for known_id in tasks]
+    where = ", ".join(suite.id for suite in suites)
+    return UnknownNameError(f"{split} task of {where}", task_id, known)
 
 
 def multiline_actions(suite: Suite) -> bool:
@@ -111,10 +146,17 @@ def step_record(t: int, observation: str, action: str, raw_output: str, result: 
                       truncated, result.info)
 
 
+def turn_record(t: int, decision: Decision) -> TurnRecord:
+    """The stored model turn of `decision` (one that carries ``messages``) at step `t`."""
+    return TurnRecord(t, decision.messages, decision.raw_output, decision.prompt_tokens,
+                      decision.completion_tokens, decision.latency_s, decision.parsed)
+
+
 def finish_record(key: EpisodeKey, task: TaskSpec, tally: EpisodeTally, *,
                   info: Mapping[str, Any], terminated: bool, truncated: bool,
                   final_observation: str, wall_s: float, train_seed: int | None,
-                  provenance: Mapping[str, Any]) -> EpisodeRecord:
+                  provenance: Mapping[str, Any],
+                  turns: Sequence[TurnRecord] = ()) -> EpisodeRecord:
     """The record of an episode that finished: success and score from the last info."""
     return EpisodeRecord(
         key=key, task_type=task.task_type, split=task.split, status="ok",
@@ -123,14 +165,17 @@ def finish_record(key: EpisodeKey, task: TaskSpec, tally: EpisodeTally, *,
         terminated=terminated, truncated=truncated, prompt_tokens=tally.prompt_tokens,
         completion_tokens=tally.completion_tokens, retries=tally.retries,
         model_latency_s=tally.model_latency_s, wall_s=wall_s, train_seed=train_seed,
-        final_observation=final_observation, policy_provenance=dict(provenance))
+        final_observation=final_observation, policy_provenance=dict(provenance),
+        turns=tuple(turns))
 
 
 def failed_record(key: EpisodeKey, task: TaskSpec, status: str, error: str, wall_s: float, *,
-                  train_seed: int | None, provenance: Mapping[str, Any]) -> EpisodeRecord:
-    """The record of an episode that raised (``error``) or ran out of time (``timeout``)."""
+                  train_seed: int | None, provenance: Mapping[str, Any],
+                  turns: Sequence[TurnRecord] = ()) -> EpisodeRecord:
+    """The record of an episode that raised (``error``) or ran out of time (``timeout``),
+    with the model turns it played before (`turns`)."""
     return EpisodeRecord(
         key=key, task_type=task.task_type, split=task.split, status=status, success=False,
         score=float("nan"), total_reward=0.0, n_steps=0, n_invalid=0, terminated=False,
         truncated=False, wall_s=wall_s, train_seed=train_seed, error=error,
-        policy_provenance=dict(provenance))
+        policy_provenance=dict(provenance), turns=tuple(turns))

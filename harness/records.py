@@ -1,7 +1,9 @@
-"""The record types every run produces and the store keeps: one step, one episode."""
+"""The record types every run produces and the store keeps: one step, one model turn, one
+episode."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -34,6 +36,23 @@ class StepRecord(NamedTuple):
 
 
 @dataclass(frozen=True)
+class TurnRecord:
+    """One model turn: the chat messages the policy rendered and sent, and the model's raw
+    reply, with the turn's token counts and latency (a policy's `Decision` that carries
+    ``messages``; scripted policies have no model turn). `t` is the step the turn chose the
+    action of."""
+
+    t: int
+    messages: Sequence[Mapping[str, str]]
+    raw_output: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    parsed: bool = True
+    """False when no action could be read from the reply (the scaffold fell back)."""
+
+
+@dataclass(frozen=True)
 class EpisodeRecord:
     """One finished (or failed) episode. `status` is ``ok``, ``error`` or ``timeout``;
     episodes that did not finish ``ok`` never count as successes."""
@@ -60,3 +79,7 @@ class EpisodeRecord:
     error: str | None = None
     final_observation: str = ""
     policy_provenance: dict[str, Any] = field(default_factory=dict)
+    turns: tuple[TurnRecord, ...] = field(default=(), repr=False)
+    """The episode's model turns, in order (empty for scripted policies); stored in the
+    ``turns`` table unless the run skips them (``store_turns = false``). An episode that
+    errored keeps the turns it played, so its failure can be read back."""

@@ -43,10 +43,11 @@ from typing import Any
 from harness.config import RunConfig
 from harness.core import HarnessError, last_line
 from harness.episodes import (EpisodeTally, episode_context, env_seed, failed_record,
-                              finish_record, rng_identity, select_tasks)
+                              finish_record, rng_identity, select_task_ids, select_tasks,
+                              turn_record)
 from harness.policies import Policy, make_policy
 from harness.policies.model import apply_suite_scaffolds
-from harness.records import EpisodeKey, EpisodeRecord, StepRecord
+from harness.records import EpisodeKey, EpisodeRecord, StepRecord, TurnRecord
 from harness.episode_writer import EpisodeWriter
 from harness.store import Store
 from tasks import get_suite
@@ -132,15 +133,19 @@ class RunSummary:
 
 async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
                       executor: Executor | None = None, deadline: float | None = None,
-                      pacer: Pacer | None = None) -> tuple[EpisodeRecord, list[StepRecord]]:
+                      pacer: Pacer | None = None, turns: list[TurnRecord] | None = None
+                      ) -> tuple[EpisodeRecord, list[StepRecord]]:
     """Play one episode. Exceptions propagate; `run` turns them into error records.
 
     Env work of a blocking suite runs in `executor` (the loop's default pool when None).
     `deadline` (``loop.time()``, a monotonic clock) is checked after every step: past it,
     `TimeoutError`. An inline episode yields to the event loop when `pacer` says so (a
-    fresh pacer when None).
+    fresh pacer when None). Each decision that carries messages (a model turn) is appended
+    to `turns` as it is made (a fresh list when None), so a caller keeps the turns of an
+    episode that raises; the record holds them all.
     """
     pacer = pacer if pacer is not None else Pacer()
+    turns = turns if turns is not None else []
     suite, task, policy = job.suite, job.task, job.policy
     blocking = suite.blocking
     loop = asyncio.get_running_loop()
@@ -167,6 +172,8 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
     while not (terminated or truncated):
         decision = await act(context)
         action = decision.action
+        if decision.messages is not None:  # a model turn (scripted policies have none)
+            turns.append(turn_record(len(steps), decision))
         result = await loop.run_in_executor(executor, step, action) if blocking \
             else step(action)
         info = result.info
@@ -196,7 +203,7 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
     record = finish_record(job.key, task, tally, info=info, terminated=terminated,
                            truncated=truncated, final_observation=obs,
                            wall_s=time.perf_counter() - started, train_seed=policy.train_seed,
-                           provenance=policy.provenance)
+                           provenance=policy.provenance, turns=turns)
     return record, steps
 
 
@@ -205,13 +212,15 @@ async def play_within(job: EpisodeJob, *, timeout_s: float, max_steps: int | Non
                       ) -> tuple[EpisodeRecord, list[StepRecord]]:
     """`run_episode` within `timeout_s` seconds of wall clock, never raising for the episode's
     own sake: an exception becomes an ``error`` record (with its traceback), running past the
-    limit a ``timeout`` record, both without steps. Any other cancellation (a signal's)
-    propagates. The local runner's workers and the Ray executor's both play through this."""
+    limit a ``timeout`` record, both without steps but with the model turns played before.
+    Any other cancellation (a signal's) propagates. The local runner's workers and the Ray
+    executor's both play through this."""
     started, loop = time.perf_counter(), asyncio.get_running_loop()
     limit = _Deadline(loop, loop.time() + timeout_s)
+    turns: list[TurnRecord] = []
     try:
         return await run_episode(job, max_steps=max_steps, executor=executor,
-                                 deadline=limit.handle.when(), pacer=pacer)
+                                 deadline=limit.handle.when(), pacer=pacer, turns=turns)
     except asyncio.CancelledError:
         if not limit.timed_out():
             raise
@@ -222,20 +231,26 @@ async def play_within(job: EpisodeJob, *, timeout_s: float, max_steps: int | Non
         status, error = "error", traceback.format_exc()
     finally:
         limit.handle.cancel()
-    return _failed(job, status, error, time.perf_counter() - started), []
+    return _failed(job, status, error, time.perf_counter() - started, turns), []
 
 
-def _failed(job: EpisodeJob, status: str, error: str, wall_s: float) -> EpisodeRecord:
+def _failed(job: EpisodeJob, status: str, error: str, wall_s: float,
+            turns: list[TurnRecord]) -> EpisodeRecord:
     return failed_record(job.key, job.task, status, error, wall_s,
-                         train_seed=job.policy.train_seed, provenance=job.policy.provenance)
+                         train_seed=job.policy.train_seed, provenance=job.policy.provenance,
+                         turns=turns)
 
 
 def plan_jobs(config: RunConfig, policies: list[Policy], suites: list[Suite]
               ) -> Iterator[EpisodeJob]:
-    """Every episode the config asks for, in a stable order."""
-    for suite in suites:
-        tasks = select_tasks(suite, config.split, task_types=config.task_types,
-                             n_tasks=config.n_tasks)
+    """Every episode the config asks for, in a stable order (``task_ids``: in its order).
+    An id of ``task_ids`` that no suite has is a `HarnessError` (before anything is played)."""
+    if config.task_ids:
+        chosen = select_task_ids(suites, config.split, config.task_ids)
+    else:
+        chosen = [(suite, select_tasks(suite, config.split, task_types=config.task_types,
+                                       n_tasks=config.n_tasks)) for suite in suites]
+    for suite, tasks in chosen:
         for policy in policies:
             for task in tasks:
                 for eval_seed in config.eval_seeds:
@@ -286,16 +301,18 @@ def _nothing_to_play(config: RunConfig, suites: list[Suite]) -> HarnessError:
 
 class _Signals:
     """SIGINT/SIGTERM handlers for the duration of a run: the first signal cancels the
-    workers (finished episodes are already with the writer)."""
+    workers (finished episodes are already with the writer). `remove` puts back the handlers
+    that were there before (e.g. the CLI's, which close sandboxes), not the defaults."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, workers: list[asyncio.Task]):
         self.loop, self.workers = loop, workers
         self.received: list[int] = []
-        self.installed: list[int] = []
+        self.installed: list[tuple[int, Any]] = []
         for number in (signal.SIGINT, signal.SIGTERM):
             try:
+                previous = signal.getsignal(number)
                 loop.add_signal_handler(number, self._on_signal, number)
-                self.installed.append(number)
+                self.installed.append((number, previous))
             except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
                 continue
 
@@ -305,8 +322,10 @@ class _Signals:
             task.cancel()
 
     def remove(self) -> None:
-        for number in self.installed:
+        for number, previous in self.installed:
             self.loop.remove_signal_handler(number)
+            if previous is not None:  # None: set outside Python
+                signal.signal(number, previous)
 
 
 async def _play_all(workers: list[asyncio.Task]) -> BaseException | None:
@@ -389,7 +408,7 @@ async def run_async(config: RunConfig, *, store: Store,
     blocking = any(suite.blocking for suite in suites)
     executor = ThreadPoolExecutor(config.concurrency, "env") if blocking else None
     try:
-        with EpisodeWriter(store.path, replace=True) as writer:
+        with EpisodeWriter(store.path, replace=True, turns=config.store_turns) as writer:
             workers = [asyncio.create_task(worker())
                        for _ in range(min(config.concurrency, len(pending)))]
             signals = _Signals(loop, workers)

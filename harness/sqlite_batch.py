@@ -48,14 +48,38 @@ def insert_rows(db: sqlite3.Connection, insert: str, rows: Sequence[tuple]) -> N
         db.execute(f"{insert} VALUES {values}", [v for row in chunk for v in row])
 
 
+KEY_WIDTH = 6
+"""Columns of an episode's key at the start of each row: run_id and the `EpisodeKey`."""
+
+
+def delete_turns(db: sqlite3.Connection, keys: Sequence[tuple]) -> None:
+    """Delete the ``turns`` rows of the episode `keys` (each ``(run_id, *EpisodeKey)``): one
+    primary-key lookup per key, and none for the runs that store no turns at all."""
+    runs = {key[0] for key in keys}
+    with_turns = {run for run in runs if db.execute(
+        "SELECT 1 FROM turns WHERE run_id=? LIMIT 1", (run,)).fetchone() is not None}
+    if with_turns:
+        db.executemany("DELETE FROM turns WHERE run_id=? AND policy_id=? AND suite=? AND "
+                       "task_id=? AND eval_seed=? AND sample=?",
+                       [key for key in keys if key[0] in with_turns])
+
+
 def write_episode_rows(db: sqlite3.Connection, episodes: Sequence[tuple],
-                       trajectories: Sequence[tuple], *, replace: bool) -> None:
-    """Insert ``episodes`` and ``trajectories`` rows (`harness.store.episode_rows` makes
-    them) in one transaction. `replace`: a row under an existing key replaces it."""
+                       trajectories: Sequence[tuple], *, replace: bool,
+                       turns: Sequence[tuple] = ()) -> None:
+    """Insert ``episodes``, ``trajectories`` and ``turns`` rows (`harness.store.episode_rows`
+    makes them; `turns` only for the episodes that have some) in one transaction. `replace`:
+    a row under an existing key replaces it, and an earlier attempt's turns go with it even
+    when this attempt stores none."""
     verb = "INSERT OR REPLACE" if replace else "INSERT"
 
     def write() -> None:
         insert_rows(db, f"{verb} INTO episodes", episodes)
         insert_rows(db, f"{verb} INTO trajectories", trajectories)
+        if replace and len(turns) < len(episodes):  # an earlier attempt's turns go
+            with_turns = {row[:KEY_WIDTH] for row in turns}
+            delete_turns(db, [row[:KEY_WIDTH] for row in episodes
+                              if row[:KEY_WIDTH] not in with_turns])
+        insert_rows(db, f"{verb} INTO turns", turns)
 
     in_transaction(db, write)

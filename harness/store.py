@@ -1,13 +1,19 @@
 """The results store: one SQLite database (WAL mode) holding runs, episodes and trajectories.
 
 Tables: ``runs`` (config, code version, package versions, host, time), ``episodes`` (one row
-per `EpisodeKey` within a run) and ``trajectories`` (every step of every episode: one row per
+per `EpisodeKey` within a run), ``trajectories`` (every step of every episode: one row per
 episode whose ``steps`` column is a JSON array of ``[t, observation, action, raw_output,
-reward, terminated, truncated, info]``; one row per episode keeps the write path cheap). An episode and its
-steps are written in one transaction, so an interruption at any point loses no committed
-episode and never stores half of one; a resumed run skips the keys already stored.
+reward, terminated, truncated, info]``; one row per episode keeps the write path cheap) and
+``turns`` (every model turn of an episode played by a model policy: one row per episode whose
+``data`` column is the zlib-compressed JSON array of ``[t, messages, raw_output,
+prompt_tokens, completion_tokens, latency_s, parsed]``, see `TurnRecord`; compressed as one
+text, so what consecutive prompts repeat (instructions, history) is mostly stored once; no
+row for scripted policies or runs with ``store_turns = false``). An episode, its steps and its turns are written in one
+transaction, so an interruption at any point loses no committed episode and never stores half
+of one; a resumed run skips the keys already stored.
 
-`load_episodes` is the tidy view that stats, audit and report consume.
+`load_episodes` is the tidy view that stats, audit and report consume; `load_steps` and
+`load_turns` read one episode back.
 
 Other subsystems keep their tables with their own code, behind the same connection: each
 declares a `TableSet` (its DDL as numbered migrations) and reaches it with `Store.tables`,
@@ -16,7 +22,7 @@ which creates or upgrades the set on first use (`harness.audit.tables`,
 ``schema_version`` and each set's ``tables:NAME`` version; a writable store upgrades an older
 database in one transaction when it opens it (version 2, where every table was the core's,
 becomes 3 by recording its sets at version 1; 4 adds indices on the episode columns the
-viewer filters by). ``Store(path, readonly=True)`` never writes:
+viewer filters by; 5 adds the ``turns`` table). ``Store(path, readonly=True)`` never writes:
 `load_episodes`, the leaderboard, export and report read through it, also on read-only
 mounts. SQLite's errors about the file itself (a corrupt page, a full disk) surface as one-line
 `HarnessError`s naming the database.
@@ -29,6 +35,7 @@ import json
 import os
 import sqlite3
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,16 +45,18 @@ import orjson
 import pandas as pd
 
 from harness.core import ConfigError, HarnessError
-from harness.records import EpisodeKey, EpisodeRecord, StepRecord
+from harness.records import EpisodeKey, EpisodeRecord, StepRecord, TurnRecord
 from harness.sqlite_batch import BUSY_TIMEOUT_S, in_transaction, write_episode_rows
 
-SCHEMA_VERSION = 4
-"""Version of the core tables (``meta``, ``runs``, ``episodes``, ``trajectories``), stored as
-``meta.schema_version``. Each `TableSet` of a subsystem has its own version
-(``meta.tables:NAME``)."""
-READABLE_VERSIONS = (2, 3, 4)
+SCHEMA_VERSION = 5
+"""Version of the core tables (``meta``, ``runs``, ``episodes``, ``trajectories``,
+``turns``), stored as ``meta.schema_version``. Each `TableSet` of a subsystem has its own
+version (``meta.tables:NAME``)."""
+READABLE_VERSIONS = (2, 3, 4, 5)
 """Core versions a read-only store can read without upgrading (same episode tables; version 4
-only adds indices)."""
+only adds indices, version 5 the ``turns`` table, which an older database reads as empty)."""
+TURNS_COMPRESSION_LEVEL = 6
+"""zlib level of the ``turns`` table's ``data`` column (zlib's default)."""
 DEFAULT_DB = Path("results") / "harness.db"
 
 _EPISODE_INDICES = """
@@ -57,6 +66,15 @@ CREATE INDEX IF NOT EXISTS episodes_by_status ON episodes (status, success);
 """
 """Indices on the columns `harness view` filters episodes by (schema version 4); the primary
 key already serves filters by run."""
+
+_TURNS_TABLE = """
+CREATE TABLE IF NOT EXISTS turns (
+    run_id TEXT NOT NULL, policy_id TEXT NOT NULL, suite TEXT NOT NULL, task_id TEXT NOT NULL,
+    eval_seed INTEGER NOT NULL, sample INTEGER NOT NULL, n_turns INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (run_id, policy_id, suite, task_id, eval_seed, sample));
+"""
+"""The model turns of each episode (schema version 5): ``data`` is `encode_turns`'s bytes."""
 
 _CORE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -77,7 +95,7 @@ CREATE TABLE IF NOT EXISTS trajectories (
     eval_seed INTEGER NOT NULL, sample INTEGER NOT NULL, n_steps INTEGER NOT NULL,
     steps TEXT NOT NULL,
     PRIMARY KEY (run_id, policy_id, suite, task_id, eval_seed, sample));
-""" + _EPISODE_INDICES
+""" + _EPISODE_INDICES + _TURNS_TABLE
 
 EPISODE_COLUMNS = [
     "run_id", "policy", "suite", "task_id", "task_type", "split", "train_seed", "eval_seed",
@@ -118,6 +136,7 @@ _CORE_MIGRATIONS: dict[int, str] = {
     3: "".join(f"INSERT OR IGNORE INTO meta VALUES ('tables:{name}', '1');\n"
                for name in _LEGACY_SETS),
     4: _EPISODE_INDICES,
+    5: _TURNS_TABLE,
 }
 """``version -> script`` taking the core from ``version - 1`` to ``version``."""
 
@@ -327,7 +346,8 @@ class Store:
     def write_rows(self, rows: Sequence[EpisodeRows], *, replace: bool = False) -> None:
         """Store episodes already turned into rows (`episode_rows`) in one transaction."""
         write_episode_rows(self._db, [row.episode for row in rows],
-                           [row.trajectory for row in rows], replace=replace)
+                           [row.trajectory for row in rows], replace=replace,
+                           turns=[row.turns for row in rows if row.turns is not None])
 
     @reported
     def load_episodes(self, *, run_id: str | Sequence[str] | None = None,
@@ -363,6 +383,30 @@ class Store:
         if row is None:
             raise HarnessError(f"no trajectory for {key} in run {run_id!r}")
         return [StepRecord(*step) for step in orjson.loads(row[0])]
+
+    @reported
+    def load_turns(self, run_id: str, key: EpisodeKey) -> list[TurnRecord]:
+        """The model turns of one episode, in order: the messages each sent and the raw reply,
+        with token counts and latency. Empty for an episode without model turns (a scripted
+        policy) or whose run skipped them (``store_turns = false``); a key the run did not
+        store is a `HarnessError`."""
+        if self._has_turns_table():
+            row = self._db.execute(
+                "SELECT data FROM turns WHERE run_id=? AND policy_id=? AND suite=? AND "
+                "task_id=? AND eval_seed=? AND sample=?", (run_id, *key)).fetchone()
+            if row is not None:
+                return decode_turns(row[0])
+        stored = self._db.execute(
+            "SELECT 1 FROM episodes WHERE run_id=? AND policy_id=? AND suite=? AND task_id=? "
+            "AND eval_seed=? AND sample=?", (run_id, *key)).fetchone()
+        if stored is None:
+            raise HarnessError(f"no episode {tuple(key)} in run {run_id!r} of {self.path}")
+        return []
+
+    def _has_turns_table(self) -> bool:
+        """False for a database read as it is at a version before 5 (read-only)."""
+        return self._db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
+                                "name='turns'").fetchone() is not None
 
     @reported
     def episode_notes(self, key: str, *, run_id: str | None = None,
@@ -428,21 +472,39 @@ def encode_json(value: Any) -> str:
     return orjson.dumps(value, default=repr, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
+def encode_turns(turns: Sequence[TurnRecord]) -> bytes:
+    """The ``turns.data`` bytes of an episode's turns: their JSON array of ``[t, messages,
+    raw_output, prompt_tokens, completion_tokens, latency_s, parsed]``, zlib-compressed."""
+    rows = [(turn.t, turn.messages, turn.raw_output, turn.prompt_tokens,
+             turn.completion_tokens, turn.latency_s, turn.parsed) for turn in turns]
+    return zlib.compress(orjson.dumps(rows, default=repr, option=orjson.OPT_SERIALIZE_NUMPY),
+                         TURNS_COMPRESSION_LEVEL)
+
+
+def decode_turns(data: bytes) -> list[TurnRecord]:
+    """The turns `encode_turns` stored in `data`."""
+    return [TurnRecord(*row) for row in orjson.loads(zlib.decompress(data))]
+
+
 class EpisodeRows(NamedTuple):
-    """One episode as the store's rows: its ``episodes`` row and its ``trajectories`` row
-    (the steps as one JSON text)."""
+    """One episode as the store's rows: its ``episodes`` row, its ``trajectories`` row (the
+    steps as one JSON text) and its ``turns`` row (None: no model turn, or not stored)."""
 
     episode: tuple
     trajectory: tuple
+    turns: tuple | None = None
 
 
-def episode_rows(run_id: str, episode: EpisodeRecord, steps: Iterable[StepRecord]
-                 ) -> EpisodeRows:
-    """The rows `Store.write_rows` stores for one episode."""
+def episode_rows(run_id: str, episode: EpisodeRecord, steps: Iterable[StepRecord], *,
+                 turns: bool = True) -> EpisodeRows:
+    """The rows `Store.write_rows` stores for one episode; ``turns=False`` leaves its model
+    turns out (``store_turns = false``)."""
     key = (run_id, *episode.key)
     steps = list(steps)
+    turn_row = (*key, len(episode.turns), encode_turns(episode.turns)) \
+        if turns and episode.turns else None
     return EpisodeRows(_episode_row(key, episode),
-                       (*key, len(steps), encode_json([tuple(s) for s in steps])))
+                       (*key, len(steps), encode_json([tuple(s) for s in steps])), turn_row)
 
 
 def _episode_row(key: tuple, episode: EpisodeRecord) -> tuple:
@@ -475,6 +537,14 @@ def load_episodes(db: str | os.PathLike = DEFAULT_DB, **filters: Any) -> pd.Data
     """Open `db` read-only and return `Store.load_episodes(**filters)`."""
     with Store(db, readonly=True) as store:
         return store.load_episodes(**filters)
+
+
+def load_turns(db: str | os.PathLike, run_id: str, key: EpisodeKey | Sequence[Any]
+               ) -> list[TurnRecord]:
+    """Open `db` read-only and return `Store.load_turns(run_id, key)`; `key` is an
+    `EpisodeKey` or its fields ``(policy_id, suite, task_id, eval_seed, sample)``."""
+    with Store(db, readonly=True) as store:
+        return store.load_turns(run_id, EpisodeKey(*key))
 
 
 def export_episodes(frame: pd.DataFrame, path: str | os.PathLike) -> Path:

@@ -1,7 +1,8 @@
 """The episode writer's process: commits the rows its parent (`EpisodeWriter`) sends.
 
 Standard input carries frames: a 4-byte little-endian length, then a pickled list of
-``(episode_row, trajectory_row)`` tuples (`harness.store.episode_rows`). Everything that has
+``(episode_row, trajectory_row[, turns_row])`` tuples (`harness.store.episode_rows`; a
+``turns_row`` of None or none at all: the episode stores no turns). Everything that has
 arrived is committed in one transaction, at once; after the end-of-input frame (length 0), or
 when standard input closes, the process
 writes one line to standard output, ``ok N`` (N episodes committed) or ``error MESSAGE``, and
@@ -42,10 +43,10 @@ def connect(path: str) -> sqlite3.Connection:
     return db
 
 
-def complete_frames(buffer: bytearray) -> tuple[list[tuple[tuple, tuple]], int, bool]:
+def complete_frames(buffer: bytearray) -> tuple[list[tuple], int, bool]:
     """The rows of every complete frame at the start of `buffer`, the bytes they took, and
     whether the end-of-input frame came (nothing after it is read)."""
-    rows: list[tuple[tuple, tuple]] = []
+    rows: list[tuple] = []
     used = 0
     while len(buffer) - used >= FRAME_HEADER.size:
         (length,) = FRAME_HEADER.unpack_from(buffer, used)
@@ -70,7 +71,8 @@ def receive(db: sqlite3.Connection, *, replace: bool, source: int = 0) -> int:
         del buffer[:used]
         if rows:
             write_episode_rows(db, [row[0] for row in rows], [row[1] for row in rows],
-                               replace=replace)
+                               replace=replace,
+                               turns=[row[2] for row in rows if len(row) > 2 and row[2]])
             committed += len(rows)
     if buffer and not ended:
         raise ValueError(f"the last {len(buffer)} bytes sent are not a whole frame")

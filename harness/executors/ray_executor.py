@@ -251,7 +251,7 @@ def _drive(ray, config: RunConfig, spec: ExecutorSpec, pending: deque, specs: di
     window = max(config.concurrency, 2 * cpus)
     in_flight: dict[Any, tuple[EpisodeJob, int]] = {}
     played = errors = 0
-    with EpisodeWriter(store.path, replace=True) as writer:
+    with EpisodeWriter(store.path, replace=True, turns=config.store_turns) as writer:
         try:
             while pending or in_flight:
                 while pending and len(in_flight) < window:

@@ -30,6 +30,10 @@ class Decision:
     parsed: bool = True
     retries: int = 0
     """Request retries (rate limits, server errors, timeouts) this decision needed."""
+    messages: Sequence[Mapping[str, str]] | None = None
+    """The chat messages sent to the model for this turn (as the scaffold rendered and
+    trimmed them); None for a decision without a model turn (scripted policies). The runner
+    stores them with `raw_output` as the episode's turns (`harness.records.TurnRecord`)."""
 
 
 @dataclass

@@ -3,7 +3,8 @@
 The policy renders the episode context into chat messages with its `Scaffold`, asks the
 backend for one completion, parses the action and returns a `Decision` carrying the raw
 output, token counts, log-probabilities (when asked for and offered), latency (wall time of
-the call, retries included) and the retries the call needed.
+the call, retries included), the retries the call needed and the messages it sent (which the
+runner stores as the episode's turns).
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ class ModelPolicy:
                         prompt_tokens=result.prompt_tokens,
                         completion_tokens=result.completion_tokens,
                         logprobs=choice.logprobs, latency_s=latency, parsed=parsed.ok,
-                        retries=result.retries)
+                        retries=result.retries, messages=messages)
 
     async def aclose(self) -> None:
         """Release the backend's connections (they are also released when the event loop

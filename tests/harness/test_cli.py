@@ -1,5 +1,6 @@
 """The `harness` command line, run as a user runs it: in a subprocess."""
 
+import json
 import os
 import signal
 import sqlite3
@@ -73,6 +74,52 @@ def test_export(tmp_path):
 def test_user_errors_are_one_line_and_exit_2(args, fragments, tmp_path):
     _one_line_error(_harness(*args, "--db", str(tmp_path / "x.db")) if args[0] == "run"
                     else _harness(*args), *fragments)
+
+
+TASK_IDS = ["8x8-0270", "4x4-0252", "4x4-0250"]
+"""frozenlake@1 test tasks, in the order a user lists them."""
+
+
+def test_run_plays_exactly_the_listed_task_ids(tmp_path):
+    db = str(tmp_path / "r.db")
+    result = _harness("run", "--policy", "random,oracle", "--suite", "frozenlake@1",
+                      "--task-ids", ",".join(TASK_IDS[:2]), "--task-ids", TASK_IDS[2],
+                      "--eval-seeds", "2", "--no-turns", "--db", db)
+    assert result.returncode == 0, result.stderr
+    assert "played 12 episodes" in result.stdout
+    frame = load_episodes(db)
+    assert sorted(frame.task_id.unique()) == sorted(TASK_IDS)
+    assert frame.groupby("policy").size().to_dict() == {"oracle": 6, "random": 6}
+    assert frame[frame.policy == "oracle"].success.all()
+    run_id = frame.run_id.iloc[0]
+    with sqlite3.connect(db) as con:
+        stored = con.execute("SELECT config FROM runs WHERE run_id=?", (run_id,)).fetchone()[0]
+    con.close()
+    assert json.loads(stored)["task_ids"] == TASK_IDS  # in the order given
+    config = tmp_path / "run.toml"  # the same run from a config file: nothing left to play
+    config.write_text('[run]\npolicies = ["random", "oracle"]\nsuites = ["frozenlake@1"]\n'
+                      f'eval_seeds = 2\ntask_ids = {json.dumps(TASK_IDS)}\n'
+                      'store_turns = false\n')
+    again = _harness("run", "--config", str(config), "--db", db)
+    assert again.returncode == 0, again.stderr
+    assert "played 0 episodes" in again.stdout and run_id in again.stdout
+
+
+@pytest.mark.parametrize("extra,fragments", [
+    (["--task-ids", "4x4-0252,4x4-252"],
+     ["unknown test task of frozenlake@1 '4x4-252'", "did you mean '4x4-0252'"]),
+    (["--task-ids", "4x4-0001"],
+     ["'4x4-0001' is in the train split of frozenlake@1", "--split train"]),
+    (["--task-ids", "4x4-0252", "--tasks", "3"], ["task_ids and n_tasks both choose"]),
+    (["--task-ids", "4x4-0252", "--task-type", "4x4"], ["task_ids and task_types both"]),
+    (["--task-ids", "4x4-0252,4x4-0252"], ["task_ids lists '4x4-0252' more than once"]),
+    (["--task-ids", ","], ["--task-ids needs at least one task id"]),
+])
+def test_task_id_mistakes_are_one_line_and_store_nothing(extra, fragments, tmp_path):
+    db = tmp_path / "x.db"
+    _one_line_error(_harness("run", "--policy", "random", "--suite", "frozenlake@1", *extra,
+                             "--db", str(db)), *fragments)
+    assert not db.exists() or load_episodes(db).empty
 
 
 def test_malformed_toml_and_unknown_key(tmp_path):

@@ -1,5 +1,8 @@
 """Run configs: TOML and flag values become a validated frozen dataclass."""
 
+import dataclasses
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -39,6 +42,12 @@ def test_run_id_is_derived_from_what_decides_the_episodes():
     ({"samples": 1.5}, "samples must be an integer"),
     ({"max_error_rate": 2}, "max_error_rate must lie in"),
     ({"policies": 3}, "policies must be a list of"),
+    ({"task_ids": ["a", 3]}, "task_ids must be a list of non-empty strings"),
+    ({"task_ids": ["a", "b", "a"]}, "task_ids lists 'a' more than once"),
+    ({"task_ids": "a", "n_tasks": 2}, "task_ids and n_tasks both choose the tasks"),
+    ({"task_ids": ["a"], "task_types": ["4x4"]}, "task_ids and task_types both choose"),
+    ({"store_turns": "no"}, "store_turns must be true or false"),
+    ({"store_turns": 0}, "store_turns must be true or false"),
 ])
 def test_bad_values_are_config_errors(values, message):
     with pytest.raises(ConfigError, match=message):
@@ -67,7 +76,8 @@ _VALUE = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.sampled_from(["policies", "suites", "split", "n_tasks", "eval_seeds",
                                         "samples", "max_steps", "concurrency",
-                                        "max_error_rate", "episode_timeout_s", "bogus"]),
+                                        "max_error_rate", "episode_timeout_s", "bogus",
+                                        "task_ids", "task_types", "store_turns"]),
                        _VALUE, max_size=4))
 def test_any_input_gives_a_config_or_a_harness_error(values):
     try:
@@ -77,3 +87,42 @@ def test_any_input_gives_a_config_or_a_harness_error(values):
     assert isinstance(config, RunConfig)
     assert config.samples >= 1 and config.concurrency >= 1 and config.eval_seeds
     assert all(isinstance(s, int) and s >= 0 for s in config.eval_seeds)
+    assert isinstance(config.store_turns, bool)
+    assert all(isinstance(i, str) and i for i in config.task_ids)
+    assert len(set(config.task_ids)) == len(config.task_ids)
+    assert not config.task_ids or (config.n_tasks is None and not config.task_types)
+
+
+_TASK_ID = st.from_regex(r"[A-Za-z0-9_.-]{1,12}", fullmatch=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ids=st.lists(_TASK_ID, min_size=1, max_size=6, unique=True),
+       separator=st.sampled_from([",", ", ", " ,"]))
+def test_task_ids_come_from_a_list_or_a_comma_separated_string_in_order(ids, separator,
+                                                                         tmp_path_factory):
+    expected = tuple(ids)
+    assert make_run_config({"task_ids": ids}).task_ids == expected
+    assert make_run_config({"task_ids": separator.join(ids)}).task_ids == expected
+    path = tmp_path_factory.mktemp("toml") / "run.toml"
+    path.write_text("[run]\npolicies = [\"random\"]\nsuites = [\"frozenlake\"]\n"
+                    f"task_ids = [{', '.join(json.dumps(i) for i in ids)}]\n")
+    assert load_run_config(path).task_ids == expected
+    assert load_run_config(path, {"task_ids": list(reversed(ids))}).task_ids == \
+        expected[::-1]
+
+
+def test_task_ids_and_store_turns_in_the_run_id():
+    plain = RunConfig(policies=("random",), suites=("sokoban",))
+    assert "task_ids" not in plain.identity() and "store_turns" not in plain.identity()
+    # the run id of a config without task_ids is what it was before the key existed
+    before = {k: v for k, v in dataclasses.asdict(plain).items() if k not in (
+        "concurrency", "db", "run_id", "max_error_rate", "episode_timeout_s", "store_turns",
+        "task_ids")}
+    assert plain.identity() == before
+    chosen = RunConfig(policies=("random",), suites=("sokoban",), task_ids=("a", "b"))
+    assert chosen.identity()["task_ids"] == ("a", "b")
+    assert len({plain.resolved_run_id(), chosen.resolved_run_id(), RunConfig(
+        policies=("random",), suites=("sokoban",), task_ids=("b", "a")).resolved_run_id()}) == 3
+    assert RunConfig(policies=("random",), suites=("sokoban",),
+                     store_turns=False).resolved_run_id() == plain.resolved_run_id()

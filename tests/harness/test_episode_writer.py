@@ -47,6 +47,26 @@ def test_writer_commits_everything(db):
         assert store.load_steps("r", _episode("t299").key) == STEPS
 
 
+def test_writer_commits_turns_unless_told_not_to(db):
+    import dataclasses
+
+    from tests.harness.test_store import TURNS
+
+    with_turns = [dataclasses.replace(_episode(f"m{i}"), turns=TURNS) for i in range(3)]
+    with EpisodeWriter(db) as writer:
+        for record in with_turns:
+            writer.submit("r", record, STEPS)
+        writer.submit("r", _episode("scripted"), STEPS)
+    with EpisodeWriter(db, turns=False) as writer:
+        writer.submit("r", dataclasses.replace(_episode("skipped"), turns=TURNS), STEPS)
+    with Store(db, readonly=True) as store:
+        assert all(store.load_turns("r", r.key) == list(TURNS) for r in with_turns)
+        assert store.load_turns("r", _episode("scripted").key) == []
+        assert store.load_turns("r", _episode("skipped").key) == []
+        assert store.load_steps("r", _episode("skipped").key) == STEPS
+        assert store.query("SELECT COUNT(*) FROM turns") == [(3,)]
+
+
 def test_writer_reports_a_failed_write(db):
     writer = EpisodeWriter(db)
     writer.submit("r", _episode("x"), ())

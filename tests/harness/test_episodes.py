@@ -8,15 +8,16 @@ from dataclasses import fields
 import pytest
 
 from harness.config import RunConfig
+from harness.core import ConfigError, UnknownNameError
 from harness.episodes import (EpisodeTally, balanced_prefix, env_seed, episode_context,
-                              finish_record, policy_rng, select_tasks)
+                              finish_record, policy_rng, select_task_ids, select_tasks)
 from harness.policies.base import Decision
 from harness.policies.scaffold import make_scaffold
 from harness.records import EpisodeKey, EpisodeRecord
 from harness.runner import run
 from harness.store import load_episodes
 from tasks import get_suite
-from tasks.base import TaskSpec
+from tasks.base import SuiteBase, TaskSpec
 
 
 def test_seeds_are_stable_and_separate_what_they_should():
@@ -34,6 +35,37 @@ def test_balanced_prefix_and_selection_cover_every_task_type():
     chosen = select_tasks(suite, "test", n_tasks=6)
     assert len(chosen) == 6 and len({t.task_type for t in chosen}) == 3
     assert select_tasks(suite, "test", task_types=("far",), n_tasks=2)[0].task_type == "far"
+
+
+class _Listed(SuiteBase):
+    """A suite that is only its task list (task selection reads nothing else)."""
+
+    def __init__(self, name, ids, train_ids=()):
+        self.name, self.version = name, 1
+        super().__init__([TaskSpec(i, "test", "t") for i in ids]
+                         + [TaskSpec(i, "train", "t") for i in train_ids])
+
+
+def test_task_ids_select_exactly_those_tasks_in_their_order_across_suites():
+    a, b = _Listed("a", ["a1", "a2", "a3", "both"]), _Listed("b", ["b1", "b2", "both"])
+    groups = select_task_ids([a, b], "test", ["b2", "a3", "a1", "both", "b1"])
+    assert [(suite.id, [t.id for t in tasks]) for suite, tasks in groups] == [
+        ("b@1", ["b2"]), ("a@1", ["a3", "a1", "both"]), ("b@1", ["both", "b1"])]
+    assert select_task_ids([a, b], "test", []) == []
+
+
+def test_an_unknown_task_id_suggests_the_close_ones_and_names_the_split_that_has_it():
+    a, b = _Listed("a", ["map-0001", "map-0002"]), _Listed("b", ["other"], ["map-0100"])
+    with pytest.raises(UnknownNameError) as unknown:
+        select_task_ids([a, b], "test", ["map-0001", "map-0003"])
+    assert str(unknown.value) == ("unknown test task of a@1, b@1 'map-0003'; did you mean "
+                                  "'map-0002' or 'map-0001'? (known: map-0001, map-0002, other)")
+    with pytest.raises(ConfigError, match="'map-0100' is in the train split of b@1, not the "
+                                          "run's test split; set split = 'train'"):
+        select_task_ids([a, b], "test", ["map-0100"])
+    frozenlake = get_suite("frozenlake@1")
+    with pytest.raises(UnknownNameError, match="did you mean '4x4-0250'"):
+        select_task_ids([frozenlake], "test", ["4x4-250"])
 
 
 def test_context_and_record_from_the_core():

@@ -1,6 +1,8 @@
 """The async runner: plans, determinism, resume, errors, timeouts, error-rate stop."""
 
 import asyncio
+import functools
+import json
 import os
 import signal
 
@@ -9,7 +11,7 @@ import pytest
 from harness.config import RunConfig
 from harness.policies import Decision, make_policy
 from harness.runner import RunAborted, RunInterrupted, run
-from harness.store import Store, load_episodes
+from harness.store import Store, load_episodes, load_turns
 
 
 def _config(tmp_path, **overrides):
@@ -188,3 +190,111 @@ def test_token_counts_retries_and_latency_are_summed_per_episode(tmp_path):
     assert (frame.prompt_tokens == 3 * frame.n_steps).all()
     assert (frame.completion_tokens == 2 * frame.n_steps).all()
     assert frame.model_latency_s.to_numpy() == pytest.approx(0.01 * frame.n_steps.to_numpy())
+
+
+class _ScriptedChat:
+    """A `ChatBackend` that answers without a model (the runner under test, not a model):
+    a move chosen by the request's sampling seed (or always `move`), in think@1's format; from
+    call `fail_on` on, the server is gone (ConnectionError)."""
+
+    context_tokens = None
+
+    def __init__(self, fail_on=None, move=None):
+        self.calls, self.fail_on, self.move, self.sent = 0, fail_on, move, []
+
+    async def chat(self, messages, sampling):
+        from harness.policies.model import ChatResult, Completion
+
+        self.calls += 1
+        self.sent.append(messages)
+        if self.fail_on is not None and self.calls >= self.fail_on:
+            raise ConnectionError("the model server went away")
+        move = self.move or ("Left", "Down", "Right", "Up")[sampling.seed % 4]
+        text = f"<think>call {self.calls}</think><action>{move}</action>"
+        prompt = sum(len(m["content"]) for m in messages)
+        return ChatResult((Completion(text),), prompt_tokens=prompt, completion_tokens=len(text))
+
+    def count_tokens(self, messages):
+        return None
+
+    def describe(self):
+        return {"model": "scripted-chat"}
+
+
+def _model_policy(backend):
+    from harness.policies.model import ModelPolicy
+    from harness.policies.specs import ModelOptions
+
+    return ModelPolicy("chat:scripted", backend, ModelOptions(), scaffold_pinned=True)
+
+
+def _keys(frame):
+    from harness.records import EpisodeKey
+
+    return [EpisodeKey(r.policy, r.suite, r.task_id, int(r.eval_seed), int(r.sample))
+            for r in frame.itertuples()]
+
+
+def test_every_model_turn_is_stored_with_its_messages_reply_tokens_and_latency(tmp_path):
+    config = _config(tmp_path, policies=("chat:scripted",), n_tasks=3, eval_seeds=(0,),
+                     concurrency=1)
+    backend = _ScriptedChat()
+    summary = run(config, policies=[_model_policy(backend)])
+    frame = load_episodes(config.db)
+    assert len(frame) == 3 and frame.n_steps.sum() == backend.calls
+    stored = []
+    with Store(config.db, readonly=True) as store:
+        for row, key in zip(frame.itertuples(), _keys(frame)):
+            turns, steps = store.load_turns(summary.run_id, key), store.load_steps(
+                summary.run_id, key)
+            assert [t.t for t in turns] == list(range(row.n_steps))
+            assert [t.raw_output for t in turns] == [s.raw_output for s in steps]
+            assert all(t.raw_output.startswith("<think>call ") and t.parsed for t in turns)
+            assert sum(t.prompt_tokens for t in turns) == row.prompt_tokens
+            assert sum(t.completion_tokens for t in turns) == row.completion_tokens
+            assert sum(t.latency_s for t in turns) == pytest.approx(row.model_latency_s)
+            for turn, step in zip(turns, steps):
+                assert turn.messages[-1]["role"] == "user"
+                assert step.observation in turn.messages[-1]["content"]
+            stored += [t.messages for t in turns]
+    as_text = functools.partial(json.dumps, sort_keys=True)
+    assert sorted(map(as_text, stored)) == sorted(map(as_text, backend.sent))
+
+
+def test_scripted_policies_and_runs_without_turns_store_none(tmp_path):
+    scripted = run(_config(tmp_path, n_tasks=2))
+    config = _config(tmp_path, policies=("chat:scripted",), n_tasks=2, eval_seeds=(0,),
+                     store_turns=False)
+    model = run(config, policies=[_model_policy(_ScriptedChat())])
+    assert scripted.run_id != model.run_id
+    assert model.run_id == _config(tmp_path, policies=("chat:scripted",), n_tasks=2,
+                                   eval_seeds=(0,)).resolved_run_id()  # not in the identity
+    with Store(config.db, readonly=True) as store:
+        assert store.query("SELECT COUNT(*) FROM turns") == [(0,)]
+        for run_id, frame in store.load_episodes().groupby("run_id"):
+            assert all(store.load_turns(run_id, key) == [] for key in _keys(frame))
+        assert (store.load_episodes(run_id=model.run_id).prompt_tokens > 0).all()
+
+
+def test_an_episode_that_fails_mid_way_keeps_the_turns_it_played(tmp_path):
+    config = _config(tmp_path, policies=("chat:scripted",), n_tasks=1, eval_seeds=(0,),
+                     max_error_rate=1.0)
+    backend = _ScriptedChat(fail_on=3, move="Up")  # the start is on the top row: no move
+    summary = run(config, policies=[_model_policy(backend)])
+    frame = load_episodes(config.db)
+    assert list(frame.status) == ["error"] and "server went away" in frame.error.iloc[0]
+    turns = load_turns(config.db, summary.run_id, _keys(frame)[0])
+    assert [t.t for t in turns] == [0, 1]  # the third call raised: no reply to keep
+
+
+def test_task_ids_plan_exactly_those_tasks_in_the_order_given(tmp_path):
+    from harness.runner import plan_jobs
+    from tasks import get_suite
+
+    ids = ("8x8-0270", "4x4-0252", "6x6-b1-0231", "4x4-0250")
+    config = _config(tmp_path, n_tasks=None, task_ids=ids, eval_seeds=(0,))
+    suites = [get_suite("frozenlake@1"), get_suite("sokoban@1")]
+    jobs = list(plan_jobs(config, [make_policy("random")], suites))
+    assert [(job.suite.id, job.task.id) for job in jobs] == [
+        ("frozenlake@1", "8x8-0270"), ("frozenlake@1", "4x4-0252"), ("sokoban@1", "6x6-b1-0231"),
+        ("frozenlake@1", "4x4-0250")]

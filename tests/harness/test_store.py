@@ -1,14 +1,20 @@
 """The SQLite results store: round trips, resume keys, typed tidy view, exports, bad paths."""
 
+import dataclasses
+import json
 import math
 import sqlite3
+import zlib
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.core import ConfigError, HarnessError
-from harness.records import EpisodeKey, EpisodeRecord, StepRecord
-from harness.store import EPISODE_COLUMNS, SCHEMA_VERSION, Store, export_episodes, load_episodes
+from harness.records import EpisodeKey, EpisodeRecord, StepRecord, TurnRecord
+from harness.store import (EPISODE_COLUMNS, SCHEMA_VERSION, Store, decode_turns, encode_turns,
+                           episode_rows, export_episodes, load_episodes, load_turns)
 
 
 def _episode(task="t1", seed=0, sample=0, status="ok", success=True, train_seed=None):
@@ -147,3 +153,63 @@ def test_a_batch_split_over_several_statements_stores_every_row(store, monkeypat
     frame = store.load_episodes()
     assert sorted(frame.task_id) == [f"t{i}" for i in range(5)]
     assert store.load_steps("run-1", EpisodeKey("random", "frozenlake@1", "t4", 0, 0)) == STEPS
+
+
+SYSTEM = {"role": "system", "content": "You play frozenlake. " * 40}
+TURNS = (TurnRecord(0, [SYSTEM, {"role": "user", "content": "P_G\nYour move?"}],
+                    "<think>go</think><action>Right</action>", 120, 9, 0.25),
+         TurnRecord(1, [SYSTEM, {"role": "user", "content": "P_G Right\n_PG\nYour move?"}],
+                    "no tags, ünïcode ✓", 131, 4, 0.5, parsed=False))
+
+
+def _with_turns(record, turns=TURNS):
+    return dataclasses.replace(record, turns=turns)
+
+
+def test_turns_round_trip_compressed_and_read_back_by_key(store, tmp_path):
+    store.write_episode("run-1", _with_turns(_episode("a")), STEPS)
+    store.write_episode("run-1", _episode("scripted"), STEPS)
+    assert store.load_turns("run-1", _episode("a").key) == list(TURNS)
+    assert store.load_turns("run-1", _episode("scripted").key) == []  # no model turn
+    with pytest.raises(HarnessError, match="no episode"):
+        store.load_turns("run-1", _episode("never").key)
+    n_turns, data = store._db.execute("SELECT n_turns, data FROM turns").fetchone()
+    plain = json.dumps([[t.t, t.messages, t.raw_output, t.prompt_tokens, t.completion_tokens,
+                         t.latency_s, t.parsed] for t in TURNS]).encode()
+    assert n_turns == 2 and len(data) < len(plain) / 3  # the repeated system prompt packs
+    assert json.loads(zlib.decompress(data)) == json.loads(plain)
+    key = _episode("a").key
+    assert load_turns(tmp_path / "r.db", "run-1", key) == list(TURNS)
+    assert load_turns(tmp_path / "r.db", "run-1", tuple(key)) == list(TURNS)
+
+
+def test_turns_can_be_left_out_and_a_replaced_attempt_takes_its_turns_along(store):
+    record = _with_turns(_episode("a", status="error", success=False))
+    assert episode_rows("run-1", record, STEPS, turns=False).turns is None
+    assert episode_rows("run-1", _episode("a"), STEPS).turns is None  # none to store
+    store.write_episode("run-1", record, ())
+    assert len(store.load_turns("run-1", record.key)) == 2  # a failure keeps its turns
+    store.write_episode("run-1", _with_turns(_episode("a"), TURNS[:1]), STEPS, replace=True)
+    assert store.load_turns("run-1", record.key) == [TURNS[0]]
+    store.write_episode("run-1", _episode("a"), STEPS, replace=True)  # e.g. --no-turns now
+    assert store.load_turns("run-1", record.key) == []
+    with pytest.raises(sqlite3.IntegrityError):  # without replace a key is stored once
+        store.write_episode("run-1", _with_turns(_episode("a")), STEPS)
+    assert store.load_turns("run-1", record.key) == []
+
+
+_texts = st.text(max_size=60)
+_turns = st.lists(st.builds(
+    TurnRecord, t=st.integers(0, 10**6),
+    messages=st.lists(st.fixed_dictionaries({"role": st.sampled_from(["system", "user",
+                                                                       "assistant"]),
+                                             "content": _texts}), max_size=4),
+    raw_output=_texts, prompt_tokens=st.integers(0, 2**40),
+    completion_tokens=st.integers(0, 2**40),
+    latency_s=st.floats(0, 1e6, allow_nan=False), parsed=st.booleans()), max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(turns=_turns)
+def test_any_turns_decode_to_what_was_encoded(turns):
+    assert decode_turns(encode_turns(turns)) == turns

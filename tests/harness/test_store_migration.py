@@ -11,7 +11,7 @@ from harness.core import HarnessError
 from harness.records import EpisodeKey
 from harness.audit.tables import load_audit_rows
 from harness.signal_eval.tables import SIGNAL_TABLES, load_signal_points, load_signal_results
-from harness.store import SCHEMA_VERSION, Store, TableSet, load_episodes
+from harness.store import SCHEMA_VERSION, Store, TableSet, load_episodes, load_turns
 from harness.train.metrics_table import load_train_metrics
 
 DATA = Path(__file__).parent / "data" / "store_v2"
@@ -65,7 +65,7 @@ def test_a_fresh_database_creates_subsystem_tables_on_first_use(tmp_path):
     with Store(tmp_path / "new.db") as store:
         tables = {r[0] for r in store._db.execute("SELECT name FROM sqlite_master WHERE "
                                                    "type='table'")}
-        assert tables == {"meta", "runs", "episodes", "trajectories"}
+        assert tables == {"meta", "runs", "episodes", "trajectories", "turns"}
         assert load_signal_results(store, "none") == []  # creates the signal tables
         assert _meta(tmp_path / "new.db")[SIGNAL_TABLES.meta_key] == "1"
 
@@ -110,7 +110,7 @@ def test_version_3_gains_the_episode_indices_and_stays_readable_without_them(tmp
     assert _indices(path) == set() and _meta(path)["schema_version"] == "3"
     with Store(path) as store:
         assert store.run_config("r") == {"a": 1}
-    assert _indices(path) == VIEW_INDICES and _meta(path)["schema_version"] == "4"
+    assert _indices(path) == VIEW_INDICES and _meta(path)["schema_version"] == "5"
     with sqlite3.connect(path) as db:
         plan = " ".join(row[3] for row in db.execute(
             "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM episodes WHERE status = 'error'"))
@@ -122,3 +122,43 @@ def test_version_2_database_gains_the_episode_indices(old_db):
     with Store(old_db):
         pass
     assert VIEW_INDICES <= _indices(old_db)
+
+
+def _tables(path) -> set[str]:
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+    db.close()
+    return {row[0] for row in rows}
+
+
+def test_version_4_gains_the_turns_table_and_reads_as_having_no_turns(tmp_path):
+    import dataclasses
+
+    from tests.harness.test_store import STEPS, TURNS, _episode
+
+    path = tmp_path / "v4.db"
+    with Store(path) as store:
+        store.begin_run("r", {"a": 1}, {})
+        store.write_episode("r", _episode("old"), STEPS)
+    with sqlite3.connect(path) as db:  # make it a version-4 database
+        db.execute("DROP TABLE turns")
+        db.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    db.close()
+    old_key = _episode("old").key
+    assert load_turns(path, "r", old_key) == []  # read-only: read as it is, not upgraded
+    with Store(path, readonly=True) as store, pytest.raises(HarnessError, match="no episode"):
+        store.load_turns("r", _episode("missing").key)
+    assert "turns" not in _tables(path) and _meta(path)["schema_version"] == "4"
+    with Store(path) as store:
+        assert store.load_steps("r", old_key) == STEPS
+        store.write_episode("r", dataclasses.replace(_episode("new"), turns=TURNS), STEPS)
+    assert "turns" in _tables(path) and _meta(path)["schema_version"] == "5"
+    assert load_turns(path, "r", _episode("new").key) == list(TURNS)
+    assert load_turns(path, "r", old_key) == []
+
+
+def test_version_2_database_gains_the_turns_table(old_db):
+    with Store(old_db) as store:
+        keys = store.stored_keys("fixture-run")
+        assert keys and all(store.load_turns("fixture-run", key) == [] for key in keys)
+    assert "turns" in _tables(old_db)

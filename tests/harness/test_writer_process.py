@@ -87,6 +87,27 @@ def test_served_frames_are_committed(tmp_path):
         assert store.load_steps("r", _episode("t6").key) == STEPS
 
 
+def test_served_turns_rows_are_committed_and_replace_an_earlier_attempts(tmp_path):
+    import dataclasses
+
+    from tests.harness.test_store import TURNS
+
+    path = tmp_path / "t.db"
+    with Store(path) as store:
+        store.begin_run("r", {}, {})
+    model = dataclasses.replace(_episode("m"), turns=TURNS)
+    first = [tuple(episode_rows("r", model, STEPS)), tuple(episode_rows("r", _episode("s"), STEPS))]
+    assert first[0][2] is not None and first[1][2] is None
+    assert _serve_in_thread(path, [_frame(first)]) == 2
+    with Store(path, readonly=True) as store:
+        assert store.load_turns("r", model.key) == list(TURNS)
+    again = [tuple(episode_rows("r", model, STEPS, turns=False))[:2]]  # an old-style pair
+    assert _serve_in_thread(path, [_frame(again)]) == 1
+    with Store(path, readonly=True) as store:
+        assert store.load_turns("r", model.key) == []
+        assert store.load_steps("r", model.key) == STEPS
+
+
 def test_a_cut_off_last_frame_is_an_error(tmp_path):
     path = tmp_path / "t.db"
     Store(path).close()

@@ -137,7 +137,33 @@ def test_hf_policy_decision(imprinted_path):
     assert decision.prompt_tokens == len(model.encode_chat(policy.prompt(context)))
     assert decision.completion_tokens == len(decision.logprobs) > 0
     assert decision.latency_s > 0 and decision.retries == 0
+    assert decision.messages == policy.prompt(context)  # what the runner stores as the turn
     assert policy.provenance["kind"] == "hf" and policy.provenance["architecture"] == "qwen2"
+
+
+def test_a_run_stores_the_turns_the_model_was_given(imprinted_path, tmp_path):
+    from harness.config import RunConfig
+    from harness.records import EpisodeKey
+    from harness.runner import run
+    from harness.store import load_episodes, load_turns
+
+    spec = f"hf:{imprinted_path}?max_tokens=32&threads=1&" + IMPRINT_OPTIONS
+    task_ids = ("4x4-0252", "4x4-0250")
+    config = RunConfig(policies=(spec,), suites=("frozenlake@1",), task_ids=task_ids,
+                       max_steps=3, db=str(tmp_path / "r.db"))
+    policy = make_model_policy(spec)
+    summary = run(config, policies=[policy])
+    frame = load_episodes(config.db)
+    assert sorted(frame.task_id) == sorted(task_ids) and (frame.status == "ok").all()
+    model = policy.backend.model
+    for row in frame.itertuples():
+        turns = load_turns(config.db, summary.run_id,
+                           EpisodeKey(row.policy, row.suite, row.task_id, row.eval_seed, 0))
+        assert len(turns) == row.n_steps and sum(t.prompt_tokens for t in turns) == \
+            row.prompt_tokens
+        for turn in turns:  # the stored messages are exactly the prompt the model read
+            assert turn.prompt_tokens == len(model.encode_chat(turn.messages))
+            assert turn.raw_output.startswith("Action: ") and turn.parsed
 
 
 def test_hf_policy_trims_the_prompt_to_the_context(imprinted_path):
