@@ -31,6 +31,7 @@ import logging
 import platform
 import signal
 import subprocess
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -260,8 +261,15 @@ def plan_jobs(config: RunConfig, policies: list[Policy], suites: list[Suite]
 
 def provenance() -> dict[str, Any]:
     """Code version, package versions and host, stored with every run (read once per
-    process: a git call and nine package lookups cost ~50 ms, a run of cheap episodes less)."""
-    return copy.deepcopy(_provenance())
+    process: a git call and nine package lookups cost ~50 ms, a run of cheap episodes less);
+    and, when a suite of the run has loaded the sandbox, what contains its commands (user
+    namespace, seccomp profile version, limits: `tasks.sandbox.containment`), stored with the
+    package versions under ``sandbox``."""
+    found = copy.deepcopy(_provenance())
+    sandbox = sys.modules.get("tasks.sandbox")
+    if sandbox is not None:
+        found["packages"]["sandbox"] = "; ".join(sandbox.containment().values())
+    return found
 
 
 @functools.cache

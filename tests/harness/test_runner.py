@@ -298,3 +298,19 @@ def test_task_ids_plan_exactly_those_tasks_in_the_order_given(tmp_path):
     assert [(job.suite.id, job.task.id) for job in jobs] == [
         ("frozenlake@1", "8x8-0270"), ("frozenlake@1", "4x4-0252"), ("sokoban@1", "6x6-b1-0231"),
         ("frozenlake@1", "4x4-0250")]
+
+
+def test_provenance_names_the_sandbox_containment_once_a_suite_loaded_it():
+    import importlib
+    import sys
+
+    from harness.runner import provenance
+
+    loaded = "tasks.sandbox" in sys.modules
+    sandbox = importlib.import_module("tasks.sandbox")
+    label = provenance()["packages"]["sandbox"]
+    assert sandbox.load_profile().label in label and " -> host " in label
+    if not loaded:
+        del sys.modules["tasks.sandbox"]
+        assert "sandbox" not in provenance()["packages"]
+        sys.modules["tasks.sandbox"] = sandbox
