@@ -1,0 +1,201 @@
+"""A study's analysis: per-cell paired effects against the baseline arm, verdicts under
+multiplicity control, power, and the headroom link. Reads the store through
+`harness.store.load_episodes`; the statistics are `harness.study.verdicts` and
+`harness.stats`.
+
+Families. The grid's cells form one family per decoding (greedy, sampled), adjusted together
+(`AnalysisConfig.multiplicity`); a declared arm with a baseline (a positive control) is a
+pre-registered single comparison, tested at ``alpha`` on its own. Next to the t-based
+interval each comparison carries the hierarchical bootstrap interval of the mean difference
+(`harness.stats.bootstrap.hierarchical_bootstrap`: training-seed effects and tasks resampled,
+tasks treated as a sample).
+
+Headroom. For each arm the baseline's per-task headroom ``pass@k - greedy``
+(`harness.stats.headroom.sampling_headroom`, its sampled and greedy episodes) is set against
+the arm's per-task greedy gain; the association is Spearman's rho (scipy) with a percentile
+interval from resampling tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.stats
+
+from harness.core import HarnessError, make_rng
+from harness.stats.arrays import outcome_tensor
+from harness.stats.bootstrap import hierarchical_bootstrap
+from harness.stats.headroom import sampling_headroom
+from harness.store import load_episodes
+from harness.study.config import Arm, StudyConfig
+from harness.study.run import MODES, policy_id_of, run_id_of
+from harness.study.verdicts import (CrossedEffects, crossed_effects, decide,
+                                    minimum_detectable_effect, power_at)
+
+__all__ = ["StudyAnalysis", "analyse_study", "analyse_frame", "paired_differences",
+           "headroom_association", "study_frame"]
+
+
+@dataclass(frozen=True)
+class StudyAnalysis:
+    """cells: one row per (arm with a baseline, decoding): estimate, t interval (low, high),
+    bootstrap interval (boot_low, boot_high), p and adjusted p, TOST p and adjusted, verdict,
+    mde, power at the smallest effect of interest, design sizes and the factor levels.
+    rules: decoding -> the verdict rule as text. headroom: per (arm, task) baseline headroom
+    and greedy gain (None without sampled episodes); association: per arm rho with interval."""
+
+    cells: pd.DataFrame
+    rules: dict[str, str]
+    headroom: pd.DataFrame | None
+    association: pd.DataFrame | None
+
+
+def study_frame(study: StudyConfig) -> pd.DataFrame:
+    """Every episode of the study's runs (the tidy frame)."""
+    runs = [run_id_of(study, a.name, s) for a in study.arms_resolved() for s in a.seeds]
+    return load_episodes(study.db, run_id=runs)
+
+
+def paired_differences(frame: pd.DataFrame, arm: str, baseline: str, *, mode: str,
+                       metric: str = "success") -> tuple[np.ndarray, float, float]:
+    """``arm - baseline`` of shape ``(n_train_seeds, n_tasks, n_eval_seeds)`` (samples
+    averaged; a one-model baseline broadcast over the arm's seeds; seeds paired by number
+    otherwise), and the two arms' means."""
+    ids = [policy_id_of(arm, mode), policy_id_of(baseline, mode)]
+    values, labels = outcome_tensor(frame, metric=metric, policies=ids, error_score=0.0)
+    seeds = labels.train_seeds
+    if labels.n_train_seeds[1] > 1 and seeds[0] != seeds[1]:
+        raise HarnessError(f"{arm} (seeds {list(seeds[0])}) and {baseline} (seeds "
+                           f"{list(seeds[1])}) must share training seeds to be paired")
+    return values[0] - values[1], float(values[0].mean()), float(values[1].mean())
+
+
+def _row(arm: Arm, mode: str, effect: CrossedEffects, i: int, boot, means, study: StudyConfig,
+         level_alpha: float) -> dict:
+    a = study.analysis
+    se, df = float(effect.se[i]), float(effect.df[i])
+    n_s, n_t, n_e = effect.shape
+    return {
+        "arm": arm.name, "role": arm.role, "baseline": arm.baseline, "mode": mode,
+        "estimate": float(effect.estimate[i]), "low": float(effect.low[i]),
+        "high": float(effect.high[i]), "boot_low": boot.low, "boot_high": boot.high,
+        "se": se, "df": df, "p_value": float(effect.p_value[i]),
+        "tost_p": float(effect.tost_p[i]), "mean_arm": means[0], "mean_baseline": means[1],
+        "mde": float(minimum_detectable_effect(se, df, alpha=level_alpha, power=a.power)),
+        "power_at_smallest": float(power_at(a.smallest_effect, se, df, alpha=level_alpha)),
+        "var_seed": float(effect.var_seed[i]), "var_eval": float(effect.var_eval[i]),
+        "n_train_seeds": n_s, "n_tasks": n_t, "n_eval_seeds": n_e,
+        **{f"factor:{k}": v for k, v in arm.levels},
+    }
+
+
+def _family(arms: list[Arm], frame: pd.DataFrame, study: StudyConfig, mode: str,
+            rng: np.random.Generator, adjust: bool) -> tuple[list[dict], str]:
+    a = study.analysis
+    rows, rule = [], ""
+    if not arms:
+        return rows, rule
+    diffs = [paired_differences(frame, arm.name, arm.baseline, mode=mode, metric=a.metric)
+             for arm in arms]
+    shapes = {d.shape for d, _, _ in diffs}
+    if len(shapes) > 1:
+        raise HarnessError(f"the {mode} comparisons have unequal designs {sorted(shapes)}; "
+                           "finish the study (harness study run) before reporting")
+    effect = crossed_effects(np.stack([d for d, _, _ in diffs]), alpha=a.alpha, margin=a.margin)
+    groups = [list(range(len(arms)))] if adjust else [[i] for i in range(len(arms))]
+    for members in groups:
+        sub = CrossedEffects(*(getattr(effect, f)[members] for f in (
+            "estimate", "se", "df", "p_value", "low", "high", "tost_p", "var_seed", "var_eval",
+            "var_residual")), effect.alpha, effect.margin, effect.shape)
+        verdicts = decide(sub, method=a.multiplicity)
+        rule = verdicts.rule
+        for j, i in enumerate(members):
+            d = diffs[i][0]
+            boot = hierarchical_bootstrap(d, rng, n_resamples=a.n_resamples,
+                                          confidence=1 - a.alpha) if d.shape[1] > 1 else None
+            row = _row(arms[i], mode, effect, i, boot or _NoInterval(), diffs[i][1:], study,
+                       a.alpha / len(members))
+            row.update(p_adjusted=float(verdicts.p_adjusted[j]),
+                       tost_adjusted=float(verdicts.tost_adjusted[j]),
+                       verdict=str(verdicts.verdict[j]), family=len(members))
+            rows.append(row)
+    return rows, rule
+
+
+class _NoInterval:
+    low = high = float("nan")
+
+
+def headroom_association(frame: pd.DataFrame, arm: str, baseline: str, *, k: int,
+                         rng: np.random.Generator, n_resamples: int = 2000
+                         ) -> tuple[pd.DataFrame, dict]:
+    """Per-task headroom of ``baseline`` (pass@k of its sampled episodes - its greedy
+    success) and ``arm``'s per-task greedy gain over it; Spearman rho across tasks with a
+    percentile interval from ``n_resamples`` task resamples."""
+    base = frame[frame["policy"].isin([baseline, f"{baseline}/sampled"])]
+    first = base["train_seed"].dropna().min()
+    base = base[base["train_seed"] == first] if pd.notna(first) else base
+    room = sampling_headroom(base, sampled=f"{baseline}/sampled", greedy=baseline, k=k)
+    d, _, _ = paired_differences(frame, arm, baseline, mode="greedy")
+    _, labels = outcome_tensor(frame, policies=[arm, baseline], error_score=0.0)
+    gain = pd.DataFrame({"suite": [t[0] for t in labels.tasks],
+                         "task_id": [t[1] for t in labels.tasks],
+                         "gain": d.mean(axis=(0, 2))})
+    table = room.per_task.merge(gain, on=["suite", "task_id"])
+    table.insert(0, "arm", arm)
+    x, y = table["headroom"].to_numpy(), table["gain"].to_numpy()
+    summary = {"arm": arm, "baseline": baseline, "k": k, "n_tasks": len(table),
+               "mean_headroom": float(x.mean()) if len(x) else np.nan,
+               "rho": np.nan, "rho_low": np.nan, "rho_high": np.nan}
+    if len(x) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
+        summary["rho"] = float(scipy.stats.spearmanr(x, y).statistic)
+        index = rng.integers(0, len(x), size=(n_resamples, len(x)))
+        rx = scipy.stats.rankdata(x[index], axis=1)
+        ry = scipy.stats.rankdata(y[index], axis=1)
+        rx, ry = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
+        norm = np.sqrt((rx**2).sum(axis=1) * (ry**2).sum(axis=1))
+        rho = np.divide((rx * ry).sum(axis=1), norm, out=np.full(norm.shape, np.nan),
+                        where=norm > 0)
+        rho = rho[np.isfinite(rho)]
+        if rho.size:
+            summary["rho_low"], summary["rho_high"] = (float(v) for v in
+                                                       np.quantile(rho, [0.025, 0.975]))
+    return table, summary
+
+
+def analyse_frame(study: StudyConfig, frame: pd.DataFrame, *,
+                  rng: np.random.Generator | None = None) -> StudyAnalysis:
+    """`analyse_study` over an episode frame already loaded."""
+    rng = rng or make_rng("study", study.name)
+    compared = [a for a in study.arms_resolved() if a.baseline]
+    cells = [a for a in compared if a.role == "cell"]
+    others = [a for a in compared if a.role != "cell"]
+    modes = [m for m in MODES if (m == "greedy" and study.eval.greedy)
+             or (m == "sampled" and study.eval.samples)]
+    rows, rules = [], {}
+    for mode in modes:
+        found, rules[mode] = _family(cells, frame, study, mode, rng, adjust=True)
+        rows += found + _family(others, frame, study, mode, rng, adjust=False)[0]
+    headroom, association = None, None
+    k = study.analysis.headroom_k
+    if k and study.eval.greedy and study.eval.samples >= k:
+        tables, summaries = [], []
+        for arm in compared:
+            table, summary = headroom_association(frame, arm.name, arm.baseline, k=k, rng=rng)
+            tables.append(table)
+            summaries.append(summary)
+        headroom = pd.concat(tables, ignore_index=True) if tables else None
+        association = pd.DataFrame(summaries) if summaries else None
+    return StudyAnalysis(pd.DataFrame(rows), rules, headroom, association)
+
+
+def analyse_study(study: StudyConfig, *, rng: np.random.Generator | None = None
+                  ) -> StudyAnalysis:
+    """Read the study's episodes from its store and analyse them (see module)."""
+    frame = study_frame(study)
+    if frame.empty:
+        raise HarnessError(f"{study.db} holds no episode of study {study.name!r}; run "
+                           "`harness study run` first")
+    return analyse_frame(study, frame, rng=rng)

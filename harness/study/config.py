@@ -1,0 +1,311 @@
+"""The study file: a declared grid of training recipes, training seeds and evaluation seeds.
+
+A study TOML has top-level keys (`StudyConfig`), ``[base]`` (recipe keys applied over the
+``recipe`` file, as in a training TOML), ``[factors]`` (a dotted recipe key -> its levels),
+optional ``[[cells]]`` (listed combinations instead of the full product), ``[[arms]]``
+(recipes outside the grid: the start checkpoint as ``updates = 0``, a positive control on
+another suite, ...), ``[eval]`` (`EvalPlan`) and ``[analysis]`` (`AnalysisConfig`). Every
+cell's and arm's recipe is built into a `TrainConfig` when the file is read, so a bad key or
+value fails at once with the training config's one-line error.
+
+    name = "smoke"
+    recipe = "examples/frozenlake_grpo.toml"
+    seeds = [0, 1, 2]
+    [base]
+    updates = 20
+    [factors]
+    "optim.lr" = [1e-4, 3e-4]
+    "algorithm.kl_coef" = [0.0, 0.04]
+    [[arms]]
+    name = "start"
+    seeds = [0]
+    recipe = { updates = 0 }
+    [eval]
+    n_tasks = 50
+    eval_seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    [analysis]
+    baseline = "start"
+    margin = 0.05
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from harness.core import ConfigError, UnknownNameError, read_toml
+from harness.stats.multiplicity import METHODS
+from harness.train.config import TrainConfig, make_train_config
+
+__all__ = ["ArmConfig", "EvalPlan", "AnalysisConfig", "StudyConfig", "Arm", "load_study_config",
+           "make_study_config", "ROLES"]
+
+ROLES = ("cell", "arm", "positive_control")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=,+-]*$")
+
+
+def _help(text: str, default: Any, **kwargs: Any) -> Any:
+    if isinstance(default, (list, tuple)):
+        return field(default_factory=lambda value=tuple(default): value, metadata={"help": text})
+    if isinstance(default, dict):
+        return field(default_factory=dict, metadata={"help": text})
+    return field(default=default, metadata={"help": text}, **kwargs)
+
+
+@dataclass(frozen=True)
+class ArmConfig:
+    """A recipe outside the grid, trained (or, with ``updates = 0``, only built) per seed."""
+
+    name: str = _help("arm name: its policy id in the store", "")
+    recipe: dict = _help("recipe keys over the study's base (dotted keys or tables)", {})
+    file: str = _help("a recipe TOML replacing the study's `recipe` file for this arm", "")
+    seeds: tuple[int, ...] = _help("training seeds (default: the study's); one seed for a "
+                                   "fixed artefact such as the start checkpoint", ())
+    baseline: str = _help("arm this one is compared with (default: analysis.baseline; '' "
+                          "for the baseline itself)", "")
+    role: str = _help("'arm' (reported, outside the family of cells) or 'positive_control' "
+                      "(a recipe expected to help, e.g. a start with headroom)", "arm")
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """How every model of the study is evaluated (through `harness run`)."""
+
+    split: str = _help("split evaluated", "test")
+    n_tasks: int = _help("tasks evaluated (the first N of the split, round-robin across "
+                         "task types)", 50)
+    eval_seeds: tuple[int, ...] = _help("evaluation seeds (the paper used 25)",
+                                        tuple(range(10)))
+    greedy: bool = _help("evaluate greedy decoding (one episode per task and eval seed)", True)
+    samples: int = _help("sampled episodes per task and eval seed at the rollout temperature "
+                         "(0 = greedy only)", 4)
+    concurrency: int = _help("episodes in flight (also the model's batch size)", 256)
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """How verdicts are reached (see `harness.study.verdicts`)."""
+
+    baseline: str = _help("arm every cell is compared with (e.g. the start checkpoint)", "")
+    metric: str = _help("'success' or 'score'", "success")
+    margin: float = _help("equivalence margin in metric units (0.05 = five points); a "
+                          "judgement the study must state", 0.05)
+    alpha: float = _help("family-wise (holm) or false-discovery (fdr_bh) level", 0.05)
+    multiplicity: str = _help("'holm' (Holm 1979, the default) or 'fdr_bh' (Benjamini-"
+                              "Hochberg)", "holm")
+    smallest_effect: float = _help("smallest effect of interest: the power against it is "
+                                   "reported per cell", 0.1)
+    power: float = _help("power at which the minimum detectable effect is stated", 0.8)
+    headroom_k: int = _help("k of the start's pass@k - greedy headroom per task (0 = off; "
+                            "needs eval.samples >= k)", 4)
+    n_resamples: int = _help("hierarchical bootstrap resamples per cell", 4000)
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One resolved model family of the study: a grid cell or a declared arm."""
+
+    name: str
+    role: str
+    recipe: TrainConfig
+    seeds: tuple[int, ...]
+    baseline: str
+    levels: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """A declared study; `arms()` resolves the grid and the declared arms."""
+
+    name: str = _help("study name: prefix of its run ids and checkpoint folders", "")
+    recipe: str = _help("base training recipe TOML (every cell starts from it)", "")
+    base: dict = _help("recipe keys over the recipe file, shared by every cell", {})
+    factors: dict = _help("dotted recipe key -> list of levels", {})
+    cells: tuple[dict, ...] = _help("listed combinations (default: the full product)", ())
+    seeds: tuple[int, ...] = _help("training seeds of every cell (the paper used 6)", (0, 1, 2))
+    arms: tuple[ArmConfig, ...] = _help("arms outside the grid", ())
+    out_dir: str = _help("checkpoint folder of the study", "results/study")
+    db: str = _help("results database", "results/harness.db")
+    report_dir: str = _help("folder `harness study report` writes", "reports/study")
+    eval: EvalPlan = field(default_factory=EvalPlan)
+    analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
+    root: str = _help("folder relative recipe paths are read from (the study file's)", ".")
+
+    def arms_resolved(self) -> tuple[Arm, ...]:
+        return _resolve(self)
+
+    def arm(self, name: str) -> Arm:
+        arms = {a.name: a for a in self.arms_resolved()}
+        if name not in arms:
+            raise UnknownNameError("study arm", name, arms)
+        return arms[name]
+
+
+def _dotted(values: dict[str, Any]) -> dict[str, Any]:
+    """``{"optim.lr": 1}`` -> ``{"optim": {"lr": 1}}``, merged with nested tables."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        parts = key.split(".")
+        target = out
+        for part in parts[:-1]:
+            target = target.setdefault(part, {})
+            if not isinstance(target, dict):
+                raise ConfigError(f"recipe key {key!r} sets inside {part!r}, which is a value")
+        if isinstance(value, dict):
+            value = _dotted(value)
+            target[parts[-1]] = _merge(target.get(parts[-1], {}), value)
+        else:
+            target[parts[-1]] = value
+    return out
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(a)
+    for key, value in b.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _label(key: str, value: Any) -> str:
+    short = key.split(".")[-1]
+    if isinstance(value, float):
+        text = f"{value:g}"
+    elif isinstance(value, str):
+        text = re.sub(r"[^A-Za-z0-9._+-]", "_", Path(value).name or value)[-24:]
+    else:
+        text = str(value)
+    return f"{short}={text}"
+
+
+def _recipe(study: StudyConfig, file: str, where: str, *layers: dict[str, Any]) -> TrainConfig:
+    data: dict[str, Any] = {}
+    path = file or study.recipe
+    if path:
+        p = Path(path)
+        if not p.is_absolute() and not p.exists():
+            p = Path(study.root) / p
+        data = read_toml(p)
+    for layer in (study.base, *layers):
+        data = _merge(data, _dotted(layer))
+    data.update(out_dir=str(Path(study.out_dir)), db=study.db)
+    try:
+        return make_train_config(data)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
+
+
+def _grid(study: StudyConfig) -> list[dict[str, Any]]:
+    for key, levels in study.factors.items():
+        if not isinstance(levels, (list, tuple)) or not levels:
+            raise ConfigError(f"factor {key!r} needs a non-empty list of levels")
+    if study.cells:
+        for cell in study.cells:
+            unknown = [k for k in cell if k not in study.factors] if study.factors else []
+            if unknown:
+                raise UnknownNameError("factor", unknown[0], study.factors)
+        return [dict(cell) for cell in study.cells]
+    keys = list(study.factors)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*study.factors.values())]
+
+
+def _resolve(study: StudyConfig) -> tuple[Arm, ...]:
+    analysis = study.analysis
+    arms: list[Arm] = []
+    for levels in _grid(study):
+        name = ",".join(_label(k, v) for k, v in levels.items()) or "cell"
+        recipe = _recipe(study, "", f"cell {name}", levels, {"name": f"{study.name}.{name}"})
+        arms.append(Arm(name, "cell", recipe, study.seeds, analysis.baseline,
+                        tuple(levels.items())))
+    for arm in study.arms:
+        if arm.role not in ROLES[1:]:
+            raise UnknownNameError("arm role", arm.role, ROLES[1:])
+        recipe = _recipe(study, arm.file, f"arm {arm.name}", arm.recipe,
+                         {"name": f"{study.name}.{arm.name}"})
+        baseline = arm.baseline if arm.baseline or arm.name == analysis.baseline else ""
+        arms.append(Arm(arm.name, arm.role, recipe, tuple(arm.seeds) or study.seeds, baseline))
+    names = [a.name for a in arms]
+    for name in names:
+        if not NAME.match(name):
+            raise ConfigError(f"arm name {name!r}: use letters, digits and . _ = , + -")
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise ConfigError(f"two arms are named {dup[0]!r}; give every arm its own name")
+    for arm in arms:
+        if arm.baseline and arm.baseline not in names:
+            raise UnknownNameError(f"baseline of {arm.name}", arm.baseline, names)
+        if arm.baseline == arm.name:
+            raise ConfigError(f"arm {arm.name!r} is its own baseline")
+        if arm.baseline:
+            base_seeds = next(a.seeds for a in arms if a.name == arm.baseline)
+            if len(base_seeds) != 1 and set(base_seeds) != set(arm.seeds):
+                raise ConfigError(f"arm {arm.name!r} (seeds {list(arm.seeds)}) and its baseline "
+                                  f"{arm.baseline!r} (seeds {list(base_seeds)}): a baseline "
+                                  "has one seed (a fixed model) or the same seeds (paired)")
+    return tuple(arms)
+
+
+def _section(cls: type, where: str, values: Any) -> Any:
+    if not isinstance(values, dict):
+        raise ConfigError(f"[{where}] must be a table of keys")
+    names = {f.name for f in fields(cls)}
+    for key in values:
+        if key not in names:
+            raise UnknownNameError(f"{where} key", key, names)
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+
+def make_study_config(values: dict[str, Any], *, root: str | Path = ".") -> StudyConfig:
+    """A validated `StudyConfig` from plain values (a parsed study TOML)."""
+    values = dict(values)
+    eval_plan = _section(EvalPlan, "eval", values.pop("eval", {}))
+    analysis = _section(AnalysisConfig, "analysis", values.pop("analysis", {}))
+    arms = tuple(_section(ArmConfig, "arms", a) for a in values.pop("arms", []))
+    top = {f.name for f in fields(StudyConfig)} - {"eval", "analysis", "arms", "root"}
+    for key in values:
+        if key not in top:
+            raise UnknownNameError("study key", key, top | {"eval", "analysis", "arms"})
+    plain = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    study = StudyConfig(**plain, arms=arms, eval=eval_plan, analysis=analysis, root=str(root))
+    _validate(study)
+    return study
+
+
+def _validate(study: StudyConfig) -> None:
+    if not study.name or not NAME.match(study.name):
+        raise ConfigError(f"study name {study.name!r}: set `name` (letters, digits, . _ -)")
+    if not study.seeds:
+        raise ConfigError("seeds must list at least one training seed")
+    e, a = study.eval, study.analysis
+    if not e.eval_seeds or e.n_tasks < 1 or e.samples < 0:
+        raise ConfigError("[eval] needs eval_seeds, n_tasks >= 1 and samples >= 0")
+    if not e.greedy and not e.samples:
+        raise ConfigError("[eval] greedy = false and samples = 0 evaluate nothing; set one")
+    if a.multiplicity not in METHODS:
+        raise UnknownNameError("multiplicity method", a.multiplicity, METHODS)
+    if a.metric not in ("success", "score"):
+        raise UnknownNameError("metric", a.metric, ("success", "score"))
+    if not 0 < a.alpha < 0.5 or not 0 < a.power < 1 or not a.margin > 0:
+        raise ConfigError("[analysis] needs 0 < alpha < 0.5, 0 < power < 1 and margin > 0")
+    if a.headroom_k and a.headroom_k > e.samples:
+        raise ConfigError(f"analysis.headroom_k = {a.headroom_k} needs eval.samples >= "
+                          f"{a.headroom_k} (pass@k from the sampled episodes); lower one")
+    arms = study.arms_resolved()
+    if not a.baseline:
+        raise ConfigError("[analysis] baseline must name the arm cells are compared with "
+                          f"(arms: {[x.name for x in arms if x.role != 'cell']})")
+    study.arm(a.baseline)
+    if len(study.seeds) * len(e.eval_seeds) < 2:
+        raise ConfigError("a cell needs at least two training seeds or two eval seeds")
+
+
+def load_study_config(path: str | Path) -> StudyConfig:
+    """Read and validate a study TOML (relative recipe paths: the cwd, then its folder)."""
+    path = Path(path)
+    return make_study_config(read_toml(path), root=path.parent)

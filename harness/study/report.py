@@ -1,0 +1,207 @@
+"""`harness study report`: the study's folder of tables, figures and a methods paragraph.
+
+Files: ``verdicts.md`` / ``verdicts.tex`` (every comparison: estimate, t interval, bootstrap
+interval, adjusted p, verdict, minimum detectable effect), ``verdicts.csv``,
+``headroom.csv`` and ``headroom.md`` (the headroom association per arm), ``forest.png``
+(every comparison's effect and interval, coloured by verdict), ``heatmap-<mode>.png`` (the
+estimate over the first two factors), ``headroom.png`` (per-task headroom of the baseline vs
+the arm's gain), ``methods.md`` (design, seeds, tests, correction and the machine, generated
+from the study file) and ``report.md`` (all of it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.study.analysis import StudyAnalysis
+from harness.study.config import StudyConfig
+from harness.study.provenance import describe_compute
+
+__all__ = ["write_report", "methods_paragraph", "verdict_table"]
+
+COLOURS = {"better": "#1b7837", "worse": "#b2182b", "equivalent": "#2166ac",
+           "inconclusive": "#777777"}
+
+
+def verdict_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """The columns a reader needs, rounded for print."""
+    table = pd.DataFrame({
+        "arm": cells["arm"], "mode": cells["mode"], "role": cells["role"],
+        "vs": cells["baseline"],
+        "effect": cells["estimate"].map("{:+.3f}".format),
+        "interval": [f"[{lo:+.3f}, {hi:+.3f}]" for lo, hi in zip(cells["low"], cells["high"])],
+        "bootstrap": [f"[{lo:+.3f}, {hi:+.3f}]"
+                      for lo, hi in zip(cells["boot_low"], cells["boot_high"])],
+        "p adj": cells["p_adjusted"].map("{:.3g}".format),
+        "verdict": cells["verdict"],
+        "MDE": cells["mde"].map("{:.3f}".format),
+    })
+    return table
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table of ``frame`` (cells as ``str``, pipes escaped)."""
+    def cell(value) -> str:
+        return str(value).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(cell(c) for c in frame.columns) + " |",
+             "|" + "|".join("---" for _ in frame.columns) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |"
+              for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def latex_table(frame: pd.DataFrame) -> str:
+    """A booktabs ``tabular`` of ``frame`` with LaTeX special characters escaped."""
+    from harness.report.tables import latex_escape
+
+    head = " & ".join(latex_escape(str(c)) for c in frame.columns) + r" \\"
+    body = [" & ".join(latex_escape(str(v)) for v in row) + r" \\"
+            for row in frame.itertuples(index=False)]
+    return "\n".join([r"\begin{tabular}{" + "l" * frame.shape[1] + "}", r"\toprule", head,
+                      r"\midrule", *body, r"\bottomrule", r"\end{tabular}", ""])
+
+
+def methods_paragraph(study: StudyConfig, analysis: StudyAnalysis, compute: list[str]) -> str:
+    """A paragraph a paper can cite, generated from the study file and the data."""
+    arms = study.arms_resolved()
+    cells = [a for a in arms if a.role == "cell"]
+    e, a = study.eval, study.analysis
+    factors = "; ".join(f"{k} ∈ {{{', '.join(str(v) for v in levels)}}}"
+                        for k, levels in study.factors.items()) or "none"
+    controls = [x for x in arms if x.role == "positive_control"]
+    modes = " and ".join(m for m, on in (("greedy", e.greedy), ("sampled", bool(e.samples)))
+                         if on)
+    text = (
+        f"Study `{study.name}`: {len(cells)} recipe cells ({factors}; "
+        f"{'listed combinations' if study.cells else 'full factorial'}), each trained with "
+        f"{len(study.seeds)} training seeds ({', '.join(map(str, study.seeds))}), compared with "
+        f"the baseline arm `{a.baseline}`. Every model was evaluated {modes} "
+        f"({e.samples} samples per task and evaluation seed when sampled) on the first "
+        f"{e.n_tasks} tasks of the {e.split} split with {len(e.eval_seeds)} evaluation seeds, "
+        "the same tasks and environment seeds for every model (paired). Per cell, the mean "
+        f"paired difference in {a.metric} was tested with a two-way crossed random-effects "
+        "model (training seeds x evaluation seeds, tasks fixed; ANOVA moment estimates, "
+        "Satterthwaite degrees of freedom); a hierarchical bootstrap over training-seed "
+        "effects and tasks gives a second interval. p-values were adjusted across cells "
+        f"({a.multiplicity}, alpha = {a.alpha:g}) separately for each decoding; equivalence "
+        f"was tested by TOST against a margin of ±{a.margin:g}, adjusted the same way. "
+        f"Minimum detectable effects are stated at power {a.power:g} for the level of Holm's "
+        f"first step (alpha / {len(cells)})."
+    )
+    if controls:
+        text += (" Positive control(s): " + ", ".join(f"`{c.name}` vs `{c.baseline}` on "
+                 f"{c.recipe.suite}" for c in controls) + ", each a single pre-declared test.")
+    if a.headroom_k:
+        text += (f" Headroom is the baseline's pass@{a.headroom_k} (unbiased estimator) minus "
+                 "its greedy success per task; its association with a cell's per-task gain is "
+                 "Spearman's rho with a task-bootstrap interval.")
+    if compute:
+        text += " Compute: " + "; ".join(sorted(set(compute))) + "."
+    return text
+
+
+def _forest(cells: pd.DataFrame, path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = cells.reset_index(drop=True)
+    fig = Figure(figsize=(7, 0.35 * len(rows) + 1.2))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    y = np.arange(len(rows))[::-1]
+    for yi, (_, r) in zip(y, rows.iterrows()):
+        colour = COLOURS.get(r["verdict"], "#000000")
+        ax.plot([r["low"], r["high"]], [yi, yi], color=colour, lw=2)
+        ax.plot([r["estimate"]], [yi], "o", color=colour)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(y, [f"{r.arm} ({r.mode}): {r.verdict}" for r in rows.itertuples()],
+                  fontsize=7)
+    ax.set_xlabel("paired difference vs baseline")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def _heatmap(cells: pd.DataFrame, factors: list[str], mode: str, path: Path) -> bool:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = cells[(cells["mode"] == mode) & (cells["role"] == "cell")]
+    columns = [f"factor:{f}" for f in factors[:2]]
+    if len(columns) < 2 or rows.empty or not all(c in rows for c in columns):
+        return False
+    grid = rows.pivot_table(index=columns[0], columns=columns[1], values="estimate",
+                            aggfunc="mean")
+    fig = Figure(figsize=(5, 4))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    limit = float(np.nanmax(np.abs(grid.to_numpy()))) or 1.0
+    image = ax.imshow(grid.to_numpy(), cmap="RdBu", vmin=-limit, vmax=limit)
+    ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns])
+    ax.set_yticks(range(grid.shape[0]), [str(i) for i in grid.index])
+    ax.set_xlabel(factors[1])
+    ax.set_ylabel(factors[0])
+    ax.set_title(f"mean effect ({mode}, averaged over other factors)", fontsize=9)
+    fig.colorbar(image)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def _scatter(headroom: pd.DataFrame, path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5, 4))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for arm, rows in headroom.groupby("arm"):
+        ax.scatter(rows["headroom"], rows["gain"], s=10, label=str(arm))
+    ax.axhline(0, color="black", lw=0.6)
+    ax.set_xlabel("baseline headroom: pass@k - greedy (per task)")
+    ax.set_ylabel("greedy gain of the arm (per task)")
+    if headroom["arm"].nunique() <= 8:
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def write_report(study: StudyConfig, analysis: StudyAnalysis, out: str | Path, *,
+                 jobs: pd.DataFrame | None = None) -> Path:
+    """Write the study's folder (see module); returns the path of ``report.md``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = analysis.cells
+    table = verdict_table(cells)
+    cells.to_csv(out / "verdicts.csv", index=False)
+    (out / "verdicts.md").write_text(markdown_table(table) + "\n")
+    (out / "verdicts.tex").write_text(latex_table(table))
+    compute = ([describe_compute(json.loads(c)) for c in jobs["compute"]]
+               if jobs is not None and len(jobs) else [])
+    methods = methods_paragraph(study, analysis, compute)
+    (out / "methods.md").write_text(methods + "\n")
+    _forest(cells, out / "forest.png")
+    parts = [f"# Study {study.name}", "", "## Verdicts", ""]
+    parts += [f"Rule ({mode}): {rule}" for mode, rule in analysis.rules.items()] + [""]
+    parts += [markdown_table(table), "", "![forest](forest.png)", ""]
+    for mode in analysis.rules:
+        if _heatmap(cells, list(study.factors), mode, out / f"heatmap-{mode}.png"):
+            parts += [f"![heatmap {mode}](heatmap-{mode}.png)", ""]
+    if analysis.association is not None and len(analysis.association):
+        analysis.headroom.to_csv(out / "headroom.csv", index=False)
+        association = analysis.association.round(3)
+        (out / "headroom.md").write_text(markdown_table(association) + "\n")
+        _scatter(analysis.headroom, out / "headroom.png")
+        parts += ["## Headroom", "", markdown_table(association), "",
+                  "![headroom](headroom.png)", ""]
+    if jobs is not None and len(jobs):
+        wall = jobs.groupby("job")["wall_s"].sum()
+        parts += ["## Compute", "", "; ".join(f"{k}: {v:.0f} s" for k, v in wall.items()), ""]
+    parts += ["## Methods", "", methods, ""]
+    path = out / "report.md"
+    path.write_text("\n".join(parts))
+    return path

@@ -1,0 +1,98 @@
+"""Verdicts, status and report from scripted episodes in the store (no training)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import harness.cli
+from harness.store import Store
+from harness.study.analysis import analyse_study, paired_differences, study_frame
+from harness.study.config import load_study_config
+from harness.study.run import run_study, study_status
+
+from conftest import write_scripted_episodes, write_study
+
+BIG_EVAL = "n_tasks = 20\neval_seeds = [0, 1, 2, 3, 4, 5, 6, 7]\nsamples = 2"
+GOOD = "lr=0.0003,kl_coef=0.04"
+
+
+@pytest.fixture
+def big(tmp_path):
+    study = load_study_config(write_study(tmp_path, eval_section=BIG_EVAL))
+    rates = {a.name: 0.4 for a in study.arms_resolved()}
+    rates[GOOD] = 0.75
+    offsets = np.linspace(-0.2, 0.2, 20)
+    write_scripted_episodes(study, rates, np.random.default_rng(0), task_rates=offsets)
+    return study
+
+
+def test_paired_differences_broadcast_the_one_model_baseline(big):
+    d, mean_arm, mean_base = paired_differences(study_frame(big), GOOD, "start", mode="greedy")
+    assert d.shape == (3, 20, 8)
+    assert mean_arm - mean_base == pytest.approx(d.mean())
+
+
+def test_a_strong_cell_is_better_and_null_cells_are_not(big):
+    analysis = analyse_study(big)
+    cells = analysis.cells
+    assert set(cells["mode"]) == {"greedy", "sampled"}
+    good = cells[(cells["arm"] == GOOD) & (cells["mode"] == "greedy")].iloc[0]
+    assert good["verdict"] == "better" and good["low"] > 0 and good["boot_low"] > 0
+    assert good["estimate"] == pytest.approx(good["mean_arm"] - good["mean_baseline"])
+    others = cells[cells["arm"] != GOOD]
+    assert not others["verdict"].isin(["better", "worse"]).any()
+    assert (cells["family"] == 4).all() and (cells["mde"] > 0).all()
+    assert "holm" in analysis.rules["greedy"]
+    assert set(analysis.association["arm"]) == set(cells["arm"])
+    assert analysis.headroom is not None and {"headroom", "gain"} <= set(analysis.headroom)
+
+
+def test_a_complete_study_runs_nothing_again(big):
+    before = len(study_frame(big))
+    status = run_study(big)  # every episode stored: no training, no evaluation
+    assert len(study_frame(big)) == before
+    assert (status["greedy_stored"] == status["greedy_expected"]).all()
+
+
+def test_status_counts_partial_progress(tmp_path):
+    study = load_study_config(write_study(tmp_path))
+    write_scripted_episodes(study, {a.name: 0.5 for a in study.arms_resolved()},
+                            np.random.default_rng(1), arms=("start",))
+    with Store(study.db) as store:
+        status = study_status(study, store)
+    start = status[status["arm"] == "start"].iloc[0]
+    assert start["greedy_stored"] == start["greedy_expected"] == 24
+    assert (status[status["arm"] != "start"]["greedy_stored"] == 0).all()
+    assert (status["step"] == -1).all()
+
+
+@pytest.fixture
+def cli(monkeypatch):
+    if "harness.study.cli" not in harness.cli.COMMAND_MODULES:
+        monkeypatch.setattr(harness.cli, "COMMAND_MODULES",
+                            (*harness.cli.COMMAND_MODULES, "harness.study.cli"))
+    return harness.cli.main
+
+
+def test_cli_status_and_report(cli, big, tmp_path, capsys):
+    path = str(tmp_path / "study.toml")
+    assert cli(["study", "status", path]) == 0
+    assert "greedy_stored" in capsys.readouterr().out
+    out_dir = tmp_path / "rep"
+    assert cli(["study", "report", path, "--out", str(out_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "better" in out and "rule (greedy)" in out
+    for name in ("report.md", "verdicts.md", "verdicts.tex", "verdicts.csv", "forest.png",
+                 "heatmap-greedy.png", "headroom.png", "methods.md"):
+        assert (out_dir / name).stat().st_size > 0, name
+    methods = (out_dir / "methods.md").read_text()
+    assert "3 training seeds" in methods and "holm" in methods and "8 evaluation seeds" in methods
+
+
+def test_cli_user_errors_exit_2(cli, tmp_path, capsys):
+    assert cli(["study", "status", str(tmp_path / "missing.toml")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    path = write_study(tmp_path)
+    assert cli(["study", "report", path]) == 2
+    assert "no results database" in capsys.readouterr().err

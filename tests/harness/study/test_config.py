@@ -1,0 +1,64 @@
+"""The study file: grid expansion, recipes built per cell, one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.core import ConfigError, UnknownNameError
+from harness.study.config import load_study_config
+from harness.study.run import plan_study
+
+from conftest import write_study
+
+
+def test_full_grid_and_arms(study):
+    arms = study.arms_resolved()
+    cells = [a for a in arms if a.role == "cell"]
+    assert [a.name for a in cells] == ["lr=0.0001,kl_coef=0", "lr=0.0001,kl_coef=0.04",
+                                       "lr=0.0003,kl_coef=0", "lr=0.0003,kl_coef=0.04"]
+    assert [(a.recipe.optim.lr, a.recipe.algorithm.kl_coef) for a in cells] == [
+        (1e-4, 0.0), (1e-4, 0.04), (3e-4, 0.0), (3e-4, 0.04)]
+    assert all(a.baseline == "start" and a.seeds == (0, 1, 2) for a in cells)
+    start = study.arm("start")
+    assert start.recipe.updates == 0 and start.seeds == (0,) and start.baseline == ""
+    assert start.recipe.model.hidden == 32  # [base] reaches the arms too
+    assert cells[0].recipe.name == "t.lr=0.0001,kl_coef=0"
+
+
+def test_plan_counts_jobs(study):
+    train, evals = plan_study(study)
+    assert len(train) == 4 * 3 + 1
+    assert train[0].arm.name == "start"  # baselines first
+    greedy = [j for j in evals if j.mode == "greedy"]
+    assert len(greedy) == 13 and greedy[0].expected == 6 * 4
+    assert [j for j in evals if j.mode == "sampled"][0].expected == 6 * 4 * 2
+    assert train[1].checkpoint.name == "step-000002"
+
+
+def test_listed_cells(tmp_path):
+    path = write_study(tmp_path, body='cells = [{"optim.lr" = 1e-4}, '
+                       '{"optim.lr" = 3e-4, "algorithm.kl_coef" = 0.04}]')
+    names = [a.name for a in load_study_config(path).arms_resolved() if a.role == "cell"]
+    assert names == ["lr=0.0001", "lr=0.0003,kl_coef=0.04"]
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"factors": '"optim.lrr" = [1e-4]'}, UnknownNameError, "optim key 'lrr'.*did you mean"),
+    ({"factors": '"optim.lr" = []'}, ConfigError, "non-empty list"),
+    ({"factors": '"optim.lr" = [-1.0]'}, ConfigError, "optim.lr must be"),
+    ({"analysis": 'multiplicity = "bonf"'}, UnknownNameError, "multiplicity"),
+    ({"eval_section": "n_tasks = 4\neval_seeds = [0]\nsamples = 1"}, ConfigError, "headroom_k"),
+    ({"body": "sedes = [0]"}, UnknownNameError, "study key 'sedes'"),
+])
+def test_bad_study_files_fail_with_one_line(tmp_path, kwargs, error, match):
+    with pytest.raises(error, match=match) as caught:
+        load_study_config(write_study(tmp_path, **kwargs))
+    assert "\n" not in str(caught.value)
+
+
+def test_unknown_baseline(tmp_path):
+    path = write_study(tmp_path)
+    text = open(path).read().replace('baseline = "start"', 'baseline = "strat"')
+    open(path, "w").write(text)
+    with pytest.raises(UnknownNameError, match="did you mean"):
+        load_study_config(path)

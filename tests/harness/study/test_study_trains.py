@@ -1,0 +1,90 @@
+"""`harness study run` end to end with the CPU trainer on a tiny model (slow): every job
+trains and evaluates, an interruption during training and one during evaluation resume to
+every (cell, seed, episode) stored once, and the report is written."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.study.analysis import study_frame
+from harness.study.config import load_study_config
+from harness.study.run import run_study
+
+from conftest import write_study
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+class Boom(KeyboardInterrupt):
+    pass
+
+
+def test_tiny_study_resumes_after_interruptions(tmp_path, monkeypatch):
+    path = write_study(tmp_path, factors='"optim.lr" = [1e-4, 1e-3]',
+                       eval_section="n_tasks = 3\neval_seeds = [0, 1]\nsamples = 2\n"
+                                    "concurrency = 16",
+                       )
+    text = open(path).read().replace("seeds = [0, 1, 2]", "seeds = [0, 1]")
+    text = text.replace("updates = 2\n", "updates = 2\ncheckpoint_every = 1\n")
+    open(path, "w").write(text)
+    study = load_study_config(path)
+    from harness.train import trainer as trainer_module
+    from harness import runner as runner_module
+
+    real_update, real_run = trainer_module.Trainer.update, runner_module.run_async
+    calls = {"update": 0, "eval": 0}
+
+    def update_then_stop(self, step=None):
+        calls["update"] += 1
+        if calls["update"] == 2:  # the second update of the first trained cell
+            raise Boom()
+        return real_update(self, step)
+
+    monkeypatch.setattr(trainer_module.Trainer, "update", update_then_stop)
+    with pytest.raises(Boom):
+        run_study(study)
+    monkeypatch.setattr(trainer_module.Trainer, "update", real_update)
+
+    import harness.study.run as study_run
+
+    async def eval_then_stop(config, **kwargs):
+        calls["eval"] += 1
+        if calls["eval"] == 3:
+            await real_run(config.__class__(**{**config.__dict__, "n_tasks": 1}),
+                                     **kwargs)  # a partial run, then the interruption
+            raise Boom()
+        return await real_run(config, **kwargs)
+
+    monkeypatch.setattr(study_run, "run_async", eval_then_stop)
+    with pytest.raises(Boom):
+        run_study(study)
+    monkeypatch.setattr(study_run, "run_async", real_run)
+    status = run_study(study)
+    assert (status["step"] == status["updates"]).all()
+    assert (status["greedy_stored"] == status["greedy_expected"]).all()
+    assert (status["sampled_stored"] == status["sampled_expected"]).all()
+    frame = study_frame(study)
+    key = ["run_id", "policy", "suite", "task_id", "eval_seed", "sample"]
+    assert not frame.duplicated(key).any()
+    assert len(frame) == (2 * 2 + 1) * (3 * 2 + 3 * 2 * 2)
+    assert set(frame["train_seed"].dropna().astype(int)) == {0, 1}
+    from harness.store import Store
+    from harness.study.analysis import analyse_study
+    from harness.study.report import write_report
+    from harness.study.run import load_study_jobs
+
+    with Store(study.db) as store:
+        jobs = load_study_jobs(store, study)
+    assert {"train", "greedy", "sampled"} <= set(jobs["job"])
+    report = write_report(study, analyse_study(study), tmp_path / "rep", jobs=jobs)
+    assert "Compute" in report.read_text() and "torch" in report.read_text()
