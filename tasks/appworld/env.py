@@ -7,7 +7,9 @@ code calls ``apis.supervisor.complete_task(...)`` or at the step limit.
 Definitions and picklable variables carry over between cells (AppWorld keeps one IPython
 shell; here each cell is a fresh process, so open files, sockets and generators do not).
 A cell that is not valid Python is invalid and changes nothing. The grader compares the
-world's database before and after (`tasks.appworld.grading`).
+world's database before and after (`tasks.appworld.grading`). The lifecycle, snapshots and
+the command log (``info["commands"]``: each cell's code and raw output) are
+`tasks.sandboxed_env.SandboxedEnv`'s.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.core import escape_controls, make_rng
+from harness.core import make_rng
 from tasks.appworld.apps import APP_DESCRIPTIONS
 from tasks.appworld.grading import Expectation, grade
 from tasks.appworld.server import CLIENT_DIR, SOCKET_DIR, ApiServer, client_files
 from tasks.appworld.world import NOW
 from tasks.base import StepResult
-from tasks.sandbox import BASE_RECIPE, Bind, Limits, Sandbox, build_rootfs
+from tasks.sandbox import BASE_RECIPE, Bind, CommandResult, Limits, Sandbox, build_rootfs
+from tasks.sandboxed_env import SandboxedEnv
 
 MAX_STEPS = 30
 CELL_TIMEOUT_S = 30.0
@@ -58,7 +61,7 @@ def parse_cell(action: str) -> str | None:
     return code
 
 
-class AppWorldLiteEnv:
+class AppWorldLiteEnv(SandboxedEnv):
     """Env for one task (snapshot/restore; the oracle plays the reference program)."""
 
     max_steps = MAX_STEPS
@@ -66,15 +69,15 @@ class AppWorldLiteEnv:
 
     def __init__(self, instruction: str, world: bytes, solution: str, expectation: Expectation,
                  limits: Limits = Limits(wall_s=CELL_TIMEOUT_S)):
+        super().__init__()
         self.instruction, self.solution, self.expectation = instruction, solution, expectation
         self._world, self.limits = world, limits
-        self._sandbox: Sandbox | None = None
         self._server: ApiServer | None = None
         self._start: sqlite3.Connection | None = None
-        self._steps, self._done = 0, False
 
-    def _open(self, seed: int) -> None:
-        self.close()
+    def _open_sandbox(self, seed: int) -> Sandbox:
+        """A fresh world and its API server; `seed` (with the world) draws the episode's
+        access tokens."""
         db = sqlite3.connect(":memory:", check_same_thread=False)
         db.deserialize(self._world)
         db.execute("UPDATE task SET instruction=?", (self.instruction,))
@@ -84,20 +87,21 @@ class AppWorldLiteEnv:
         world = hashlib.blake2b(self._world, digest_size=16).hexdigest()
         self._server = ApiServer(db, NOW, make_rng("appworld-lite tokens", world, seed))
         rootfs = build_rootfs(BASE_RECIPE)
-        self._sandbox = Sandbox(rootfs, limits=self.limits,
-                                binds=[Bind(self._server.socket_dir, SOCKET_DIR)])
-        with tempfile.TemporaryDirectory() as staging:
-            os.chmod(staging, 0o755)  # the agent must read the client (tar keeps modes)
-            for path, text in client_files().items():
-                (Path(staging) / Path(path).name).write_text(text)
-                os.chmod(Path(staging) / Path(path).name, 0o644)
-            self._sandbox.copy_in(Path(staging), CLIENT_DIR)
+        sandbox = Sandbox(rootfs, limits=self.limits,
+                          binds=[Bind(self._server.socket_dir, SOCKET_DIR)])
+        try:
+            with tempfile.TemporaryDirectory() as staging:
+                os.chmod(staging, 0o755)  # the agent must read the client (tar keeps modes)
+                for path, text in client_files().items():
+                    (Path(staging) / Path(path).name).write_text(text)
+                    os.chmod(Path(staging) / Path(path).name, 0o644)
+                sandbox.copy_in(Path(staging), CLIENT_DIR)
+        except BaseException:
+            sandbox.close()
+            raise
+        return sandbox
 
-    def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
-        """A fresh world and sandbox; `seed` (with the world) draws the episode's access
-        tokens."""
-        self._open(seed)
-        self._steps, self._done = 0, False
+    def _begin(self) -> tuple[str, dict[str, Any]]:
         apps = ", ".join(APP_DESCRIPTIONS)
         return (f"{INSTRUCTIONS}\n\nApps: {apps}.\nTask: {self.instruction}",
                 self._info(0.0, invalid=False, tests=[]))
@@ -114,25 +118,23 @@ class AppWorldLiteEnv:
             (status,) = self._server.db.execute("SELECT status FROM task").fetchone()
         return status != "active"
 
-    def step(self, action: str) -> StepResult:
-        if self._sandbox is None or self._done:
-            raise RuntimeError("step() before reset() or after the episode ended")
-        self._steps += 1
-        truncated = self._steps >= self.max_steps
+    def _act(self, action: str) -> StepResult:
+        truncated = self.out_of_steps
         code = parse_cell(action)
         if code is None:
             obs = "Not a Python code cell; nothing ran."
             return self._end(obs, invalid=True, truncated=truncated)
-        result = self._sandbox.run(f"python3 {CLIENT_DIR}/run_cell.py", stdin=code)
-        obs = escape_controls(result.output) + ("\n[the cell timed out]" if result.timed_out
-                                                 else "")
+        obs = self._run_for_agent(code, script=f"python3 {CLIENT_DIR}/run_cell.py", stdin=code)
         return self._end(obs, invalid=False, truncated=truncated)
+
+    def _render(self, output: str, result: CommandResult) -> str:
+        """What the cell printed (escaped), and whether it timed out."""
+        return output + ("\n[the cell timed out]" if result.timed_out else "")
 
     def _end(self, obs: str, *, invalid: bool, truncated: bool) -> StepResult:
         terminated = self._completed()
         if not (terminated or truncated):
             return StepResult(obs, 0.0, False, False, self._info(0.0, invalid=invalid, tests=[]))
-        self._done = True
         tests = self.tests()
         score = 1.0 if all(ok for _, ok in tests) else 0.0
         return StepResult(obs, score, terminated, truncated and not terminated,
@@ -145,27 +147,22 @@ class AppWorldLiteEnv:
             return grade(self._start, self._server.db, self.expectation)
 
     # ---- capabilities -----------------------------------------------------------------------
-    def snapshot(self) -> tuple:
-        assert self._sandbox is not None and self._server is not None
+    def _save_state(self) -> bytes:
+        """The world's database (the API server's state)."""
+        assert self._server is not None
         with self._server.lock:
-            world = self._server.db.serialize()
-        return self._sandbox.snapshot(), world, self._steps, self._done
+            return self._server.db.serialize()
 
-    def restore(self, snapshot: tuple) -> None:
-        assert self._sandbox is not None and self._server is not None
-        layer, world, self._steps, self._done = snapshot
-        self._sandbox.restore(layer)
+    def _load_state(self, state: bytes) -> None:
+        assert self._server is not None
         with self._server.lock:
-            self._server.db.deserialize(world)
+            self._server.db.deserialize(state)
 
     def oracle_action(self) -> str:
         """The reference solution: one program that solves the task and completes it."""
         return f"```python\n{self.solution}```"
 
-    def close(self) -> None:
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
+    def _release(self) -> None:
         if self._server is not None:
             self._server.close()
             self._server = None

@@ -7,7 +7,8 @@ skipped; ``sleep`` passes no time. The agent acts with shell and Python through 
 (their output, control characters escaped, is the observation) and ends with ``DONE`` (or
 ``FAIL`` to declare the task infeasible, as upstream); the official evaluator functions then
 score the sandbox's state (`tasks.osworld.grading`). Expected values stay on the host: nothing
-of the evaluator is written into the sandbox.
+of the evaluator is written into the sandbox. The lifecycle, snapshots and the command log
+(``info["commands"]``) are `tasks.sandboxed_env.SandboxedEnv`'s.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from harness.core import escape_controls
 from tasks.base import StepResult
 from tasks.osworld.capability import is_gui_input
 from tasks.osworld.grading import FAIL, evaluate
 from tasks.osworld.loader import OSWorldTask
 from tasks.osworld.vm import USER_ENV, USER_HOME, run_as_user
 from tasks.sandbox import AGENT_UID, BASE_RECIPE, Limits, Sandbox, build_rootfs
+from tasks.sandboxed_env import SandboxedEnv
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def run_step(sandbox: Sandbox, step: dict, cache_dir: Path | None) -> None:
         (cache_dir / params["stderr"]).write_text(result.error)
 
 
-class OSWorldFilesEnv:
+class OSWorldFilesEnv(SandboxedEnv):
     """One official task on the headless backend (Env; snapshot/restore; oracle)."""
 
     max_steps = MAX_STEPS
@@ -96,28 +97,28 @@ class OSWorldFilesEnv:
 
     def __init__(self, task: OSWorldTask, solution: tuple[str, ...] = (),
                  limits: Limits = Limits(wall_s=60.0)):
+        super().__init__()
         self.task, self.solution, self.limits = task, solution, limits
-        self._sandbox: Sandbox | None = None
         self._actions: list[str] = []
-        self._done = False
 
     # ---- episode ----------------------------------------------------------------------------
-    def _open(self) -> Sandbox:
-        if self._sandbox is not None:
-            self._sandbox.close()
+    def _open_sandbox(self, seed: int) -> Sandbox:
+        """The task's machine: the user's home folders, then the task's setup steps."""
         rootfs = build_rootfs(OSWORLD_RECIPE)
         sandbox = Sandbox(rootfs, limits=self.limits, workdir=USER_HOME, env=USER_ENV)
-        dirs = " ".join(shlex.quote(f"{USER_HOME}/{d}") for d in _HOME_DIRS)
-        sandbox.run(f"mkdir -p {dirs} && chown -R {AGENT_UID}:{AGENT_UID} {USER_HOME}",
-                    user="root", cwd="/")
-        self._sandbox = sandbox
+        try:
+            dirs = " ".join(shlex.quote(f"{USER_HOME}/{d}") for d in _HOME_DIRS)
+            sandbox.run(f"mkdir -p {dirs} && chown -R {AGENT_UID}:{AGENT_UID} {USER_HOME}",
+                        user="root", cwd="/")
+            for step in self.task.config:
+                run_step(sandbox, dict(step), None)
+        except BaseException:
+            sandbox.close()
+            raise
         return sandbox
 
-    def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
-        sandbox = self._open()
-        for step in self.task.config:
-            run_step(sandbox, dict(step), None)
-        self._actions, self._done = [], False
+    def _begin(self) -> tuple[str, dict[str, Any]]:
+        self._actions = []
         obs = (f"{INSTRUCTIONS}\n\nTask ({self.task.domain}): {self.task.instruction}")
         return obs, self._info(0.0, invalid=False)
 
@@ -125,12 +126,9 @@ class OSWorldFilesEnv:
         return {"won": score >= 1.0, "score": float(score), "invalid": invalid,
                 "infeasible_task": self.task.infeasible}
 
-    def step(self, action: str) -> StepResult:
-        if self._sandbox is None or self._done:
-            raise RuntimeError("step() before reset() or after the episode ended")
+    def _act(self, action: str) -> StepResult:
         parsed = parse_action(action)
-        n = len(self._actions) + 1
-        truncated = n >= self.max_steps
+        truncated = self.out_of_steps
         self._actions.append(parsed[0] if parsed and parsed[0] in (DONE, FAIL, WAIT)
                              else "CODE" if parsed else "INVALID")
         if parsed is None:
@@ -144,27 +142,21 @@ class OSWorldFilesEnv:
         return self._finish(obs, invalid=False, terminal=False, truncated=truncated)
 
     def _run_code(self, kind: str, code: str) -> str:
-        assert self._sandbox is not None
         if kind == "python":
-            result = self._sandbox.run("python3 -", stdin=code, cwd=USER_HOME)
-        else:
-            result = self._sandbox.run(code, cwd=USER_HOME)
-        status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
-        return f"{escape_controls(result.output)}\n[{status}]"
+            return self._run_for_agent(code, script="python3 -", stdin=code, cwd=USER_HOME)
+        return self._run_for_agent(code, cwd=USER_HOME)
 
     def _finish(self, obs: str, *, invalid: bool, terminal: bool,
                 truncated: bool) -> StepResult:
         if not (terminal or truncated):
             return StepResult(obs, 0.0, False, False, self._info(0.0, invalid=invalid))
-        self._done = True
         score = self.score()
         return StepResult(obs, score, terminal, truncated and not terminal,
                           self._info(score, invalid=invalid))
 
     def score(self) -> float:
         """The official evaluation of the current state (runs the postconfig steps)."""
-        assert self._sandbox is not None
-        sandbox = self._sandbox
+        sandbox = self._require()
 
         def postconfig(cache_dir: Path) -> None:
             for step in self.task.postconfig:
@@ -177,22 +169,13 @@ class OSWorldFilesEnv:
             return 0.0
 
     # ---- capabilities -----------------------------------------------------------------------
-    def snapshot(self) -> tuple:
-        assert self._sandbox is not None
-        return self._sandbox.snapshot(), tuple(self._actions), self._done
+    def _save_state(self) -> tuple[str, ...]:
+        return tuple(self._actions)
 
-    def restore(self, snapshot: tuple) -> None:
-        assert self._sandbox is not None
-        layer, actions, done = snapshot
-        self._sandbox.restore(layer)
-        self._actions, self._done = list(actions), done
+    def _load_state(self, state: tuple[str, ...]) -> None:
+        self._actions = list(state)
 
     def oracle_action(self) -> str:
         """The project's reference solution, one action per step (``DONE`` after it)."""
         k = len(self._actions)
         return self.solution[k] if k < len(self.solution) else DONE
-
-    def close(self) -> None:
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None

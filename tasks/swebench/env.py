@@ -17,7 +17,8 @@ included), graded by the backend in a fresh sandbox; reward 1 iff resolved. Comm
 has its control characters escaped (`escape_controls`); observations are cut to
 `observation_chars` (head and tail kept, the cut stated); the episode is truncated at
 `max_steps`, and a truncated episode is graded on its work tree as it stands (SWE-agent's
-auto-submission). `snapshot()`/`restore()` copy the sandbox's writable layer.
+auto-submission). `snapshot()`/`restore()` copy the sandbox's writable layer; the lifecycle
+and the command log (``info["commands"]``) are `tasks.sandboxed_env.SandboxedEnv`'s.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ import json
 import shlex
 from typing import Any
 
-from harness.core import escape_controls
 from tasks.base import StepResult
+from tasks.sandbox import Sandbox
+from tasks.sandboxed_env import SandboxedEnv
 from tasks.swebench.data import Instance
 
 __all__ = ["SweEnv", "TOOLS_HELP", "truncate"]
@@ -55,7 +57,7 @@ class _Invalid(Exception):
     """An action that could not be applied (the state did not change)."""
 
 
-class SweEnv:
+class SweEnv(SandboxedEnv):
     """One SWE-bench instance as an `Env` (module docstring). `backend` is a
     `tasks.swebench.local.LocalBackend`."""
 
@@ -63,28 +65,26 @@ class SweEnv:
 
     def __init__(self, instance: Instance, backend: Any, *, max_steps: int = 50,
                  observation_chars: int = 10_000, command_timeout_s: float = 60.0):
+        super().__init__()
         self.instance, self.backend = instance, backend
         self.max_steps, self.observation_chars = max_steps, observation_chars
         self.command_timeout_s = command_timeout_s
-        self._sandbox: Any = None
-        self._steps = 0
-        self._done = False
 
-    # ---- Env -----------------------------------------------------------------------------
-    def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
-        self.close()
-        self._sandbox = self.backend.open_sandbox(self.instance)
-        self._steps, self._done = 0, False
+    # ---- SandboxedEnv hooks --------------------------------------------------------------
+    def _open_sandbox(self, seed: int) -> Sandbox:
+        return self.backend.open_sandbox(self.instance)
+
+    def _begin(self) -> tuple[str, dict[str, Any]]:
         observation = (f"{TOOLS_HELP}\n\n<issue>\n{self.instance.problem_statement.strip()}\n"
                        "</issue>")
         return observation, self._info()
 
-    def step(self, action: str) -> StepResult:
-        if self._sandbox is None or self._done:
-            return StepResult("the episode is over; reset to play again", 0.0, self._done,
-                              not self._done, self._info(invalid=True))
-        self._steps += 1
-        truncated = self._steps >= self.max_steps
+    def _after_end(self) -> StepResult:
+        return StepResult("the episode is over; reset to play again", 0.0, True, False,
+                          self._info(invalid=True))
+
+    def _act(self, action: str) -> StepResult:
+        truncated = self.out_of_steps
         invalid = False
         try:
             call = self._parse(action)
@@ -105,18 +105,6 @@ class SweEnv:
     def oracle_action(self) -> str:
         """Submit the gold patch."""
         return json.dumps({"tool": "submit", "patch": self.instance.patch})
-
-    def snapshot(self) -> Any:
-        return (self._sandbox.snapshot(), self._steps, self._done)
-
-    def restore(self, snapshot: Any) -> None:
-        state, self._steps, self._done = snapshot
-        self._sandbox.restore(state)
-
-    def close(self) -> None:
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
 
     # ---- tools ---------------------------------------------------------------------------
     def _info(self, *, invalid: bool = False, **extra: Any) -> dict[str, Any]:
@@ -145,9 +133,7 @@ class SweEnv:
         return value
 
     def _run(self, command: str) -> str:
-        result = self._sandbox.run(command, cwd="/testbed", timeout_s=self.command_timeout_s)
-        status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
-        return f"{escape_controls(result.output)}\n[{status}]"
+        return self._run_for_agent(command, cwd="/testbed", timeout_s=self.command_timeout_s)
 
     def _path(self, call: dict[str, Any]) -> str:
         path = self._field(call, "path")
@@ -162,14 +148,14 @@ class SweEnv:
         if tool == "str_replace":
             return self._replace(call)
         if tool == "create":
-            self._sandbox.write_file(self._path(call), self._field(call, "content"),
+            self._require().write_file(self._path(call), self._field(call, "content"),
                                      owner="agent")
             return f"wrote {call['path']}"
         outputs = []
         if isinstance(call.get("command"), str):
             outputs.append(self._run(call["command"]))
         if isinstance(call.get("patch"), str) and call["patch"].strip():
-            self._sandbox.write_file("/tmp/submitted.diff", call["patch"], owner="agent")
+            self._require().write_file("/tmp/submitted.diff", call["patch"], owner="agent")
             outputs.append(self._run("git apply --verbose /tmp/submitted.diff"))
         return "\n".join(outputs) or "submitted"
 
@@ -185,31 +171,31 @@ class SweEnv:
     def _replace(self, call: dict[str, Any]) -> str:
         path, old, new = self._path(call), self._field(call, "old"), self._field(call, "new")
         try:
-            text = self._sandbox.read_file(path).decode()
+            text = self._require().read_file(path).decode()
         except Exception as exc:  # noqa: BLE001 - SandboxError or a decoding error
             raise _Invalid(f"str_replace: cannot read {call['path']}: {exc}") from None
         count = text.count(old) if old else 0
         if count != 1:
             raise _Invalid(f"str_replace: `old` occurs {count} times in {call['path']}; it "
                            "must occur exactly once")
-        self._sandbox.write_file(path, text.replace(old, new), owner="agent")
+        self._require().write_file(path, text.replace(old, new), owner="agent")
         return f"replaced 1 occurrence in {call['path']}"
 
     # ---- the end --------------------------------------------------------------------------
     def diff(self) -> str:
         """The work tree's changes against ``base_commit`` (new files included)."""
-        result = self._sandbox.run(
+        sandbox = self._require()
+        result = sandbox.run(
             f"git add -A >/dev/null 2>&1; git -c core.fileMode=false diff --cached "
             f"{self.instance.base_commit} > /tmp/final.diff", cwd="/testbed", timeout_s=120)
         if result.exit_code != 0:
             return ""
-        return self._sandbox.read_file("/tmp/final.diff").decode(errors="replace")
+        return sandbox.read_file("/tmp/final.diff").decode(errors="replace")
 
     def _finish(self, observation: str, *, terminated: bool, truncated: bool,
                 invalid: bool = False) -> StepResult:
         patch = self.diff()
         result = self.backend.evaluate(self.instance, patch)
-        self._done = True
         verdict = result.verdict
         info = self._info(invalid=invalid, won=verdict.resolved, score=float(verdict.resolved),
                           status=verdict.status, patch=patch, dropped=list(result.dropped),

@@ -7,6 +7,7 @@ interleaved, truncated head+tail, control characters other than newline and tab 
 it and then submits. The working directory and exported variables carry over
 between commands (a small state file), background processes do not (each command's process
 tree ends with it). An empty command or one bash cannot parse is invalid and changes nothing.
+Each command run is logged, raw, in the step's ``info["commands"]`` (`tasks.sandboxed_env`).
 
 When the agent submits or runs out of steps the verifier runs, as upstream, on a fresh copy of
 the task's tests the agent never saw: ``/tests`` and ``/logs/verifier`` are wiped and the tests
@@ -32,17 +33,17 @@ import re
 import subprocess
 import tarfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
-from harness.core import escape_controls
 from tasks.base import StepResult
-from tasks.sandbox import CommandResult, Limits, Sandbox, SandboxError, SandboxSnapshot
+from tasks.sandbox import CommandResult, Limits, Sandbox, SandboxError
 from tasks.sandbox_egress import DEFAULT_ALLOWED, EgressProxy
+from tasks.sandboxed_env import SandboxedEnv
 from tasks.terminal.environment import SHIMS, TaskEnvironment, trust_host_cas
 from tasks.terminal.taskdir import TerminalTask
 
-__all__ = ["SUBMIT", "TerminalEnv", "TerminalSnapshot"]
+__all__ = ["SUBMIT", "TerminalEnv"]
 
 SUBMIT = "submit"
 _NETWORK = {"none": "no network", "registries": "network: package registries only"}
@@ -50,16 +51,6 @@ _STATE = "/tmp/.harness-shell"
 _PROLOGUE = (f'[ -f {_STATE}/cwd ] && cd "$(cat {_STATE}/cwd)"; [ -f {_STATE}/env ] && '
              f'. {_STATE}/env; trap \'mkdir -p {_STATE}; pwd > {_STATE}/cwd; export -p | '
              f'grep -v -E "^declare -x (PWD|OLDPWD|SHLVL|_)=" > {_STATE}/env\' EXIT\n')
-
-
-@dataclass(frozen=True)
-class TerminalSnapshot:
-    """The sandbox layer and the episode counters."""
-
-    layer: SandboxSnapshot
-    steps: int
-    done: bool
-    oracle_position: int
 
 
 def syntax_error(command: str) -> str | None:
@@ -88,8 +79,9 @@ def oracle_actions(task: TerminalTask) -> list[str]:
             f"/tmp/solution && bash /tmp/solution/solve.sh"]
 
 
-class TerminalEnv:
-    """One Terminal-Bench task in a sandbox (see the module docstring)."""
+class TerminalEnv(SandboxedEnv):
+    """One Terminal-Bench task in a sandbox (see the module docstring); the lifecycle,
+    snapshots and command log are `SandboxedEnv`'s."""
 
     free_form_actions = True
 
@@ -97,6 +89,7 @@ class TerminalEnv:
                  command_timeout_s: float = 120.0, limits: Limits | None = None,
                  egress_allow: Sequence[str] = DEFAULT_ALLOWED, agent_user: str = "agent",
                  env: dict[str, str] | None = None):
+        super().__init__()
         self.task, self.environment = task, environment
         self.agent_user = agent_user  # "root" (of the sandbox's user namespace) for TB tasks
         self.extra_env = dict(env or {})
@@ -104,35 +97,37 @@ class TerminalEnv:
         self.max_steps = max_steps
         self.limits = limits or Limits(wall_s=command_timeout_s, output_bytes=16 << 10)
         self._oracle = oracle_actions(task)
-        self._box: Sandbox | None = None
         self._egress: EgressProxy | None = None  # a task with network "registries" has one
-        self._steps, self._done, self._oracle_position = 0, False, 0
+        self._oracle_position = 0
 
-    # ---- Env --------------------------------------------------------------------------------
-    def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
+    # ---- SandboxedEnv hooks -----------------------------------------------------------------
+    def _open_sandbox(self, seed: int) -> Sandbox:
         """A fresh sandbox over the task's environment (`seed` changes nothing: tasks are
         deterministic)."""
-        self.close()
         if self.task.network == "registries":
             self._egress = EgressProxy(self.egress_allow).start()
-        self._box = Sandbox(self.environment.rootfs, layers=[self.environment.layer],
-                            workdir=self.task.workdir,
-                            env={**self.extra_env, **dict(self.task.env)},
-                            limits=self.limits, network=self.task.network, egress=self._egress)
+        box = Sandbox(self.environment.rootfs, layers=[self.environment.layer],
+                      workdir=self.task.workdir, env={**self.extra_env, **dict(self.task.env)},
+                      limits=self.limits, network=self.task.network, egress=self._egress)
         if self._egress is not None:
-            trust_host_cas(self._box)
-        self._steps, self._done, self._oracle_position = 0, False, 0
+            try:
+                trust_host_cas(box)
+            except BaseException:
+                box.close()
+                raise
+        return box
+
+    def _begin(self) -> tuple[str, dict[str, Any]]:
+        self._oracle_position = 0
         observation = (f"{self.task.instruction}\n\nYou are in a bash shell in "
                        f"{self.task.workdir} on Debian ({_NETWORK[self.task.network]}). Send one "
                        f"shell command per turn; send `{SUBMIT}` when the task is done.")
         return observation, self._info(False, 0.0, False)
 
-    def step(self, action: str) -> StepResult:
-        box = self._require()
-        if self._done:
-            return StepResult("the episode is over", 0.0, True, False,
-                              self._info(False, 0.0, True))
-        self._steps += 1
+    def _after_end(self) -> StepResult:
+        return StepResult("the episode is over", 0.0, True, False, self._info(False, 0.0, True))
+
+    def _act(self, action: str) -> StepResult:
         if self._oracle_position < len(self._oracle) and action == self._oracle[
                 self._oracle_position]:
             self._oracle_position += 1
@@ -148,20 +143,19 @@ class TerminalEnv:
             if problem:
                 parts.append(f"invalid command: {problem}")
             else:
-                result = box.run(_PROLOGUE + command, user=self.agent_user)
-                parts.append(_render(result, self.limits.wall_s))
-                status = result.status
+                parts.append(self._run_for_agent(command, script=_PROLOGUE + command,
+                                                 user=self.agent_user))
+                status = self._commands[-1].status
         elif not submit:
             return self._after("invalid command: empty", True, "invalid", False)
         return self._after("".join(parts), invalid, status, submit)
 
     def _after(self, observation: str, invalid: bool, status: str, submit: bool) -> StepResult:
-        truncated = not submit and self._steps >= self.max_steps
+        truncated = not submit and self.out_of_steps
         if not (submit or truncated):
             info = self._info(False, 0.0, invalid)
             info["command_status"] = status
             return StepResult(observation, 0.0, False, False, info)
-        self._done = True
         reward, verdict = self.verify()
         info = self._info(reward >= 1.0, reward, invalid)
         info.update(command_status=status, verifier=verdict)
@@ -169,25 +163,21 @@ class TerminalEnv:
         return StepResult(f"{observation}[{ending}; verifier: {verdict}, reward {reward:g}]",
                           reward, submit, truncated, info)
 
+    # ---- capabilities -----------------------------------------------------------------------
     def oracle_action(self) -> str:
         """The solution's next command (those already played are skipped), then submit."""
         if self._oracle_position < len(self._oracle):
             return self._oracle[self._oracle_position]
         return SUBMIT
 
-    def snapshot(self) -> TerminalSnapshot:
-        return TerminalSnapshot(self._require().snapshot(), self._steps, self._done,
-                                self._oracle_position)
+    # ---- the family's state and resources ---------------------------------------------------
+    def _save_state(self) -> int:
+        return self._oracle_position
 
-    def restore(self, snapshot: TerminalSnapshot) -> None:
-        self._require().restore(snapshot.layer)
-        self._steps, self._done = snapshot.steps, snapshot.done
-        self._oracle_position = snapshot.oracle_position
+    def _load_state(self, state: int) -> None:
+        self._oracle_position = state
 
-    def close(self) -> None:
-        if self._box is not None:
-            self._box.close()
-            self._box = None
+    def _release(self) -> None:
         if self._egress is not None:
             self._egress.stop()
             self._egress = None
@@ -234,10 +224,13 @@ class TerminalEnv:
         return (1.0 if passed else 0.0), ("all tests passed" if passed else "tests failed")
 
     # ---- helpers ----------------------------------------------------------------------------
-    def _require(self) -> Sandbox:
-        if self._box is None:
-            raise RuntimeError("call reset() first")
-        return self._box
+    def _render(self, output: str, result: CommandResult) -> str:
+        """The escaped output ending in a newline, then the exit code or the kill."""
+        if output and not output.endswith("\n"):
+            output += "\n"
+        if result.timed_out:
+            return f"{output}[command killed after {self.limits.wall_s:g} s]\n"
+        return f"{output}[exit code {result.exit_code}]\n"
 
     def _info(self, won: bool, score: float, invalid: bool) -> dict[str, Any]:
         """The step's info; ``egress``: what the sandbox asked the registry proxy for since
@@ -264,12 +257,3 @@ def pytest_verdict(output: str) -> tuple[float, str]:
     if bad or not counts.get("PASSED", 0) + counts.get("XFAIL", 0):
         return 0.0, f"tests failed ({bad} of {sum(counts.values())})"
     return 1.0, "all tests passed"
-
-
-def _render(result: CommandResult, wall_s: float) -> str:
-    output = escape_controls(result.output)
-    if output and not output.endswith("\n"):
-        output += "\n"
-    if result.timed_out:
-        return f"{output}[command killed after {wall_s:g} s]\n"
-    return f"{output}[exit code {result.exit_code}]\n"
