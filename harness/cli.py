@@ -247,23 +247,19 @@ def cmd_export(args: argparse.Namespace) -> int:
 BENCHES = {
     "runner": "harness.bench:runner_report",
     "stats": "harness.bench:stats_report",
-    "medagentbench": "harness.serve.fhir_cli:medagentbench_report",
-    "webshop": "tasks.webshop.bench:webshop_report",
     "report": "harness.report.bench:report_report",
     "signals": "harness.signal_eval.bench:signals_report",
     "llm": "harness.serve.bench:llm_report",
     "env": "harness.env_bench:env_report",
     "train": "harness.train.bench:train_report",
-    "sandbox": "tasks.terminal.bench:sandbox_report",
-    "swebench": "tasks.swebench.bench:swebench_report",
     "ray": "harness.executors.bench:ray_report",
     "view": "harness.view.bench:view_report",
 }
-"""`harness bench NAME` -> ``"module:function"``; the function takes the parsed arguments and
-returns the lines to print (each figure next to its same-run baseline)."""
+"""The engine's `harness bench NAME` -> ``"module:function"``; the function takes the parsed
+arguments and returns the lines to print (each figure next to its same-run baseline). Families
+add theirs with `tasks.plugins.register_bench` (`bench_targets` joins both)."""
 
 COMMAND_MODULES: tuple[str, ...] = (
-    "harness.serve.fhir_cli",
     "harness.report.audit_command",
     "harness.report.commands",
     "harness.signal_eval.cli",
@@ -272,11 +268,25 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.train.cli",
     "harness.study.cli",
     "harness.data",
-    "harness.swebench_cli",
     "harness.view.commands",
 )
-"""Modules that add subcommands: each has ``add_commands(subparsers)``; handlers set
-``func`` and import heavy dependencies lazily."""
+"""The engine's modules that add subcommands: each has ``add_commands(subparsers)``; handlers
+set ``func`` and import heavy dependencies lazily. Families register theirs with
+`tasks.plugins.register_commands` (`command_modules` joins both)."""
+
+
+def command_modules() -> list[str]:
+    """The engine's command modules, then every family's (`tasks.plugins`), each once."""
+    from tasks.plugins import command_modules as family_modules
+
+    return list(dict.fromkeys((*COMMAND_MODULES, *family_modules())))
+
+
+def bench_targets() -> dict[str, str]:
+    """Every `harness bench` name -> ``"module:function"``: the engine's, then the families'."""
+    from tasks.plugins import bench_names, get_bench
+
+    return {**{name: get_bench(name) for name in bench_names()}, **BENCHES}
 
 
 def cmd_sandbox_gc(args: argparse.Namespace) -> int:
@@ -287,9 +297,10 @@ def cmd_sandbox_gc(args: argparse.Namespace) -> int:
     return 0
 
 
-STOPPED_IN_ORDER = ("run", "audit", "signals", "swebench")
+STOPPED_IN_ORDER = ("run", "audit", "signals")
 """Commands that may hold sandboxes: SIGTERM stops them like SIGINT, and on either their
-sandboxes are closed (processes killed, mounts and layers removed) before they exit."""
+sandboxes are closed (processes killed, mounts and layers removed) before they exit. A
+family's command joins them with ``parser.set_defaults(holds_sandboxes=True)``."""
 
 
 class Stopped(BaseException):
@@ -330,11 +341,11 @@ def _close_sandboxes() -> None:
 
 
 @contextlib.contextmanager
-def _stop_in_order(command: str) -> Iterator[None]:
+def _stop_in_order(command: str, holds_sandboxes: bool = False) -> Iterator[None]:
     """For `STOPPED_IN_ORDER` commands: SIGTERM raises `Stopped` (SIGINT KeyboardInterrupt,
     as before); an interruption (either, or a run that a signal stopped) closes the sandboxes
     before it propagates. The previous handlers are back afterwards."""
-    if command not in STOPPED_IN_ORDER:
+    if command not in STOPPED_IN_ORDER and not holds_sandboxes:
         yield
         return
     previous = {}
@@ -394,8 +405,9 @@ def _collect_sandbox_garbage() -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    module, _, function = BENCHES[args.what].partition(":")
-    report = getattr(importlib.import_module(module), function)
+    from tasks.plugins import resolve
+
+    report = resolve(bench_targets()[args.what])
     for line in report(args):
         print(line)
     return 0
@@ -456,19 +468,23 @@ def build_parser() -> argparse.ArgumentParser:
     gc.set_defaults(func=cmd_sandbox_gc)
 
     p = sub.add_parser("bench", help="performance figures next to a same-run baseline")
-    p.add_argument("what", choices=sorted(BENCHES))
+    p.add_argument("what", choices=sorted(bench_targets()))
     p.add_argument("--eval-seeds", type=int, default=None,
                    help="eval seeds per task, a count (default: the bench's own, stated in "
                    "its output: runner 40, medagentbench 1)")
     p.set_defaults(func=cmd_bench)
 
-    for module in dict.fromkeys(COMMAND_MODULES):  # a module listed twice adds its commands once
+    for module in command_modules():  # a module listed twice adds its commands once
         importlib.import_module(module).add_commands(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except HarnessError as exc:  # an installed family that does not load
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -476,7 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "sandbox":  # `harness sandbox gc` does it itself, and says what
         _collect_sandbox_garbage()
     try:
-        with _stop_in_order(args.command):
+        with _stop_in_order(args.command, getattr(args, "holds_sandboxes", False)):
             return handler(args)
     except HarnessError as exc:
         print(f"harness {args.command}: error: {exc}", file=sys.stderr)

@@ -92,6 +92,7 @@ def pull(suite: str, to: str | os.PathLike | None = None, *,
     fetched = []
     for data_file in dataset.files:
         target = folder / data_file.name
+        target.parent.mkdir(parents=True, exist_ok=True)  # data sets with subfolders
         if target.is_file() and _sha256(target) == data_file.sha256:
             continue
         url = file_url(dataset, data_file, base_url)

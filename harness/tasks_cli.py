@@ -1,9 +1,9 @@
 """``harness tasks ...``: task-data utilities (``harness tasks generate alfworld``).
 
-Plugged into the CLI through ``harness.cli.COMMAND_MODULES`` (`add_commands`). Each family's
-generator lives with the family under `tasks/` and is reached through `GENERATORS`
-(``"module"`` holding ``DESCRIPTION``, ``add_generate_arguments(parser)`` and
-``generate(args) -> lines``); heavy imports happen inside the handlers.
+Each family's generator lives with the family under `tasks/` and is registered with
+`tasks.plugins.register_generator` (a module holding ``DESCRIPTION``,
+``add_generate_arguments(parser)`` and ``generate(args) -> lines``); heavy imports happen
+inside the handlers.
 """
 
 from __future__ import annotations
@@ -11,20 +11,19 @@ from __future__ import annotations
 import argparse
 import importlib
 
-__all__ = ["GENERATORS", "add_commands", "cmd_generate"]
-
-GENERATORS = {"alfworld": "tasks.alfworld.tools"}
-"""Family -> module of its ``harness tasks generate FAMILY`` tool."""
+__all__ = ["add_commands", "cmd_generate"]
 
 
 def add_commands(subparsers) -> None:
     """Add ``tasks generate FAMILY`` to the ``harness`` subcommands."""
+    from tasks.plugins import generators
+
     parser = subparsers.add_parser("tasks", help="task data utilities (generate game sets)")
     sub = parser.add_subparsers(dest="tasks_command", required=True)
     generate = sub.add_parser("generate",
                               help="write generated games in a benchmark's official layout")
     families = generate.add_subparsers(dest="family", required=True, metavar="FAMILY")
-    for family, module_name in GENERATORS.items():
+    for family, module_name in generators().items():
         module = importlib.import_module(module_name)
         tool = families.add_parser(family, help=f"{family} games",
                                    description=module.DESCRIPTION)

@@ -18,6 +18,8 @@ import os  # noqa: E402
 
 from tasks.alfworld.data import official_data_available  # noqa: E402 - light: no engine import
 from tasks.datasets import register_dataset  # noqa: E402
+from tasks.plugins import register_bench, register_bench_part, register_commands, \
+    register_generator  # noqa: E402
 
 register_suite("frozenlake", 1, "tasks.frozenlake:FrozenLakeSuite")
 register_suite("frozenlake-slippery", 1, "tasks.frozenlake:SlipperyFrozenLakeSuite")
@@ -54,6 +56,19 @@ if os.environ.get("SWEBENCH_REPOS"):
     register_suite("swebench-lite", 1, "tasks.swebench:LiteSuite")
     register_suite("swebench-dev", 1, "tasks.swebench:DevSuite")
 
+# what families plug into the command line (`tasks.plugins`): their commands and servers,
+# their `harness bench` entries, their parts of the engine's benches, their generators
+register_commands("tasks.medagentbench.cli")  # harness serve-fhir
+register_commands("tasks.swebench.cli")  # harness swebench validate / crosscheck
+register_bench("medagentbench", "tasks.medagentbench.cli:medagentbench_report")
+register_bench("webshop", "tasks.webshop.bench:webshop_report")
+register_bench("sandbox", "tasks.terminal.bench:sandbox_report")
+register_bench("swebench", "tasks.swebench.bench:swebench_report")
+register_bench_part("env", "alfworld", "tasks.alfworld.bench:alfworld_bench")
+register_bench_part("env", "webshop", "tasks.webshop.bench:webshop_env_bench")
+register_bench_part("signals", "frozenlake", "tasks.frozenlake_bench:exact_q_lines")
+register_generator("alfworld", "tasks.alfworld.tools")
+
 # data sets the suites read (`harness data pull SUITE`); declared beside each family's loader
 register_dataset("webshop", "tasks.webshop.sources:DATASET")
 for _name in ("medagentbench-v1", "medagentbench-v2", "medagentbench-v3"):
@@ -65,6 +80,14 @@ register_suite("medagentbench-v1-fhir", 2,
                "tasks.medagentbench.suite_v2:MedAgentBenchV1FhirSuite2")
 register_suite("medagentbench-v2-fhir", 2,
                "tasks.medagentbench.suite_v2:MedAgentBenchV2FhirSuite2")
+# τ-bench (TAUBENCH_DATA or ../shared/data/taubench; user simulator from TAUBENCH_USER) and
+# DB-Bench (a MariaDB server the suite starts on a private Unix socket)
+register_suite("taubench-retail", 1, "tasks.taubench:TauRetailSuite")
+register_suite("taubench-airline", 1, "tasks.taubench:TauAirlineSuite")
+register_dataset("taubench-retail", "tasks.taubench.sources:DATASET")
+register_dataset("taubench-airline", "tasks.taubench.sources:DATASET")
+register_suite("dbbench", 1, "tasks.dbbench:DBBenchSuite")
+register_dataset("dbbench", "tasks.dbbench.sources:DATASET")
 
 __all__ = [
     "Env", "EnvCheckError", "StepResult", "Suite", "SuiteBase", "TaskSpec", "check_env",

@@ -19,6 +19,7 @@ import json
 import numpy as np
 
 from harness.core import HarnessError, UnknownNameError
+from tasks.plugins import load_families
 
 SPLITS = ("train", "dev", "test")
 REQUIRED_INFO_KEYS = ("won", "score", "invalid")
@@ -35,7 +36,10 @@ class StepResult:
     benchmark has them, ``admissible_actions`` (list of str). An env that runs a documented
     departure making this episode's score not comparable with the suite's published numbers
     (e.g. a stand-in for an upstream model) names it in ``comparability_note`` (str); the
-    leaderboard lists the notes of the episodes it ranks.
+    leaderboard lists the notes of the episodes it ranks. A sandboxed env
+    (`tasks.sandboxed_env.SandboxedEnv`) lists the commands the step ran for the agent under
+    ``commands``: ``{"command", "status", "exit_code", "output"}`` each, the output raw (before
+    control characters are escaped for the observation).
     """
 
     observation: str
@@ -193,6 +197,9 @@ class SuiteBase:
     """The scaffold (``NAME@VERSION``, e.g. ``terminal@1``) a model policy whose spec names
     none uses on this suite; "" leaves the policy's own default (``think@1``)."""
     comparability: Comparability = OWN_SUITE
+    published_splits: tuple[str, ...] = SPLITS
+    """The splits this suite has tasks in: all three unless the benchmark publishes fewer
+    (τ-bench airline only test, DB-Bench test and dev); the others are empty, not invented."""
 
     def __init__(self, specs: Sequence[TaskSpec]):
         self._specs = list(specs)
@@ -241,13 +248,16 @@ def register_suite(name: str, version: int, factory: SuiteFactory | str) -> None
 
 
 def suite_ids() -> list[str]:
-    """Every registered ``name@version``, sorted."""
+    """Every registered ``name@version``, sorted (installed families loaded first)."""
+    load_families()
     return sorted(f"{n}@{v}" for n, versions in _REGISTRY.items() for v in versions)
 
 
 def resolve_suite_id(spec: str) -> str:
     """``"frozenlake"`` -> latest ``"frozenlake@N"``; ``"frozenlake@1"`` is checked as given."""
     name, _, version = spec.partition("@")
+    if name not in _REGISTRY:
+        load_families()  # an installed family (`tasks.plugins`) may register it
     if name not in _REGISTRY:
         raise UnknownNameError("suite", spec, [*_REGISTRY, *suite_ids()])
     versions = _REGISTRY[name]

@@ -8,6 +8,13 @@ and signals/. Imports count wherever they are written: ``import`` statements at 
 strings (registries that import by name). No two packages may import each other, directly
 or through others (same-layer cycles included). A self-test plants each kind of violation
 and checks the checker reports it.
+
+Families are plugins: `harness` imports from `tasks` only the registry and the contract
+(`CONTRACT`: ``tasks``, ``tasks.base``, ``tasks.plugins``, the data-set registry, the sandbox),
+never a family's modules (``tasks.<family>...`` or ``tasks/<family>_<part>.py``); no family
+imports another. A family's front-end, ``tasks/<family>/cli.py`` (its commands, servers and
+benches, loaded by `harness.cli` through `tasks.plugins`), sits at the top layer: it may drive
+the engine, and nothing in `tasks` imports it except by a registry string.
 """
 
 import ast
@@ -27,10 +34,14 @@ LAYER = {  # a module may import modules of the same or a lower layer
     "harness.episodes": 1,
     "harness.config": 2, "harness.runner": 2, "harness.train": 2, "harness.report": 2,
     "harness.audit": 2, "harness.serve": 2, "harness.signal_eval": 2, "harness.executors": 2,
-    "harness.view": 2,
+    "harness.view": 2, "harness.study": 2,
     "harness.cli": 3, "harness.bench": 3, "harness.quickstart": 3, "harness.env_bench": 3,
-    "harness.tasks_cli": 3, "harness.data": 3, "harness.swebench_cli": 3,
+    "harness.tasks_cli": 3, "harness.data": 3,
 }
+CONTRACT = ("tasks", "tasks.base", "tasks.plugins", "tasks.datasets", "tasks.embedded",
+            "tasks.sandboxed_env")
+"""What of `tasks` the engine may import (with every ``tasks.sandbox*`` module)."""
+FRONT_END_LAYER = 3
 TORCH_ALLOWED = ("harness/train/", "harness/policies/", "signals/")
 MODULE_STRING = re.compile(r"^(harness|tasks|signals)(\.[A-Za-z_]\w*)*(:[A-Za-z_][\w.]*)?$")
 
@@ -46,6 +57,22 @@ def _layer(module: str) -> int | None:
 def _module_name(path: Path, root: Path = ROOT) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def family_of(module: str) -> str | None:
+    """The family a ``tasks`` module belongs to (``tasks.frozenlake_random`` -> frozenlake);
+    None for the registry, the contract and the sandbox."""
+    parts = module.split(".")
+    if parts[0] != "tasks" or len(parts) < 2 or module in CONTRACT \
+            or parts[1].startswith("sandbox") or ".".join(parts[:2]) in CONTRACT:
+        return None
+    return parts[1].split("_")[0]
+
+
+def is_front_end(module: str) -> bool:
+    """A family's front-end: ``tasks.<family>.cli`` (top layer, see the module docstring)."""
+    parts = module.split(".")
+    return len(parts) == 3 and parts[0] == "tasks" and parts[2] == "cli"
 
 
 def _is_import_module(call: ast.Call) -> bool:
@@ -90,6 +117,18 @@ def violations(module: str, relative: str, tree: ast.AST) -> list[str]:
                 found.append(f"{module} imports torch")
             elif at_top:
                 found.append(f"{module} imports torch at module level (import it lazily)")
+        mine, theirs = family_of(module), family_of(imported)
+        if is_front_end(imported) and module.startswith("tasks") and module != "tasks" \
+                and not is_front_end(module):
+            found.append(f"{module} imports the front-end {imported}")
+        if module.startswith("harness") and theirs is not None:
+            found.append(f"{module} imports family internals {imported}")
+        if mine is not None and theirs is not None and mine != theirs:
+            found.append(f"{module} (family {mine}) imports {imported} (family {theirs})")
+        if is_front_end(module):
+            if root == "harness" and (_layer(imported) or 0) > FRONT_END_LAYER:
+                found.append(f"{module} imports {imported}")
+            continue
         if module.startswith(("tasks", "signals")):
             if root == "harness" and imported != "harness.core":
                 found.append(f"{module} imports {imported}")
@@ -109,6 +148,8 @@ def violations(module: str, relative: str, tree: ast.AST) -> list[str]:
 
 
 def _package(module: str) -> str:
+    if is_front_end(module):
+        return module  # a node of its own: it sits above the engine
     parts = module.split(".")
     return ".".join(parts[:2]) if parts[0] == "harness" and len(parts) > 1 else parts[0]
 
@@ -121,6 +162,8 @@ def package_graph(trees: dict[str, ast.AST]) -> dict[str, dict[str, str]]:
             if imported.split(".")[0] not in PROJECT:
                 continue
             a, b = _package(module), _package(imported)
+            if a == "tasks" and is_front_end(imported):
+                continue  # a registry string: harness.cli loads it (tasks.plugins)
             if a != b:
                 graph.setdefault(a, {}).setdefault(b, f"{module} -> {imported}")
     return graph
@@ -167,6 +210,13 @@ PLANTED = {
     "harness/train/eager.py": "import torch\n",                               # torch eagerly
     "harness/report/r.py": "from harness.audit import x\n",                   # report -> audit
     "harness/audit/a.py": "def g():\n    import harness.report.tables\n",     # audit -> report
+    "harness/runner/fam.py": "def h():\n    from tasks.webshop.env import X\n",  # engine -> family
+    "harness/cli/table.py": "BENCHES = {'w': 'tasks.webshop.bench:report'}\n",  # by string
+    "harness/audit/ok.py": "from tasks.base import Suite\nfrom tasks.plugins import resolve\n",
+    "tasks/sokoban/x.py": "from tasks.frozenlake import solve\n",            # family -> family
+    "tasks/frozenlake_extra.py": "from tasks.frozenlake import solve\n",      # same family
+    "tasks/minesweeper/cli.py": "def f():\n    from harness.runner import run\n",  # front-end
+    "tasks/minesweeper/game.py": "from tasks.minesweeper.cli import f\n",    # imports it
 }
 
 
@@ -190,6 +240,16 @@ def test_the_checker_reports_every_planted_violation(tmp_path):
     assert found["harness/train/eager.py"] == [
         "harness.train.eager imports torch at module level (import it lazily)"]
     assert found["harness/report/r.py"] == [] and found["harness/audit/a.py"] == []
+    assert found["harness/runner/fam.py"] == [
+        "harness.runner.fam imports family internals tasks.webshop.env"]
+    assert found["harness/cli/table.py"] == [
+        "harness.cli.table imports family internals tasks.webshop.bench"]
+    assert found["harness/audit/ok.py"] == [] and found["tasks/frozenlake_extra.py"] == []
+    assert found["tasks/sokoban/x.py"] == [
+        "tasks.sokoban.x (family sokoban) imports tasks.frozenlake (family frozenlake)"]
+    assert found["tasks/minesweeper/cli.py"] == []
+    assert found["tasks/minesweeper/game.py"] == [
+        "tasks.minesweeper.game imports the front-end tasks.minesweeper.cli"]
     cycles = package_cycles(package_graph(_trees(sources, tmp_path)))
     assert any(c.startswith("harness.audit -> harness.report") for c in cycles), cycles
     assert any(c.startswith("harness.report -> harness.audit") for c in cycles), cycles

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.records import StepRecord  # noqa: F401 - re-exported type of the env steps
-from tasks.base import StepResult, SuiteBase, TaskSpec, register_suite
-from tasks.frozenlake import parse_action as parse_move
-from tasks.frozenlake_random import RandomFrozenLakeSuite
+from tasks.base import StepResult, SuiteBase, TaskSpec, get_suite, register_suite
 
 __all__ = ["BENCH_SUITE", "first_move_reward", "FirstMoveSuite", "TrainBench",
            "bench_train", "train_report"]
 
 BENCH_SUITE = "bench-frozenlake-first-move"
+BASE_SUITE = "frozenlake-random@1"
+"""The suite whose train maps the bench's prompts come from (through the registry)."""
 
 
 def _first_line(reply: str) -> str:
@@ -60,17 +60,19 @@ class _FirstMoveEnv:
     def reset(self, *, seed: int):
         obs, info = self.inner.reset(seed=seed)
         self._oracle = self.inner.oracle_action()
+        self._moves = {move.lower() for move in info["admissible_actions"]}
         return obs, info
 
     def step(self, action: str) -> StepResult:
         reward = first_move_reward(action, self._oracle)
-        invalid = parse_move(_first_line(action)) is None  # its first line names no move
+        line = _first_line(action)
+        invalid = not line.isascii() or line.lower() not in self._moves  # names no move
         info = {"won": reward == 1.0, "score": reward, "invalid": invalid}
         return StepResult("", reward, True, False, info)
 
 
 class FirstMoveSuite(SuiteBase):
-    """Single-turn bench suite over ``frozenlake-random@1``'s train maps."""
+    """Single-turn bench suite over `BASE_SUITE`'s train maps."""
 
     name = BENCH_SUITE
     version = 1
@@ -78,7 +80,7 @@ class FirstMoveSuite(SuiteBase):
     trivial_actions = {"left": "Left"}
 
     def __init__(self) -> None:
-        self.base = RandomFrozenLakeSuite()
+        self.base = get_suite(BASE_SUITE)
         self.instructions = self.base.instructions
         super().__init__([TaskSpec(t.id, t.split, t.task_type, t.metadata)
                           for t in self.base.tasks("train")])
@@ -133,7 +135,7 @@ def _run_ours(config: Any) -> tuple[float, float]:
 def _bench_prompts(n: int) -> list[dict[str, Any]]:
     """Conversational prompts (system = instructions, user = first observation) with the
     oracle's first move, for TRL's dataset."""
-    suite = RandomFrozenLakeSuite()
+    suite = get_suite(BASE_SUITE)
     rows = []
     for task in suite.tasks("train")[:n]:
         env = suite.make_env(task.id)

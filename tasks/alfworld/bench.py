@@ -1,6 +1,6 @@
 """ALFWorld's part of ``harness bench env``: the harness's engine (memoised TextWorld) on
 random admissible commands and, as the baseline, the stock TextWorld engine on the same
-commands. Registered with `harness.env_bench.ENV_BENCHES` as ``"tasks.alfworld.bench:
+commands. Registered with `tasks.plugins.register_bench_part` as ``"tasks.alfworld.bench:
 alfworld_bench"`` (the engine reaches it through that registry, never through ALFWorld's
 internals)."""
 

@@ -1,6 +1,6 @@
 """ALFWorld's task-data tool: ``harness tasks generate alfworld`` (games in the official
-layout). `harness.tasks_cli` reaches it through its tool registry (``"tasks.alfworld.tools:
-add_generate_arguments"`` / ``":generate"``), so the engine holds no ALFWorld specifics."""
+layout). `harness.tasks_cli` reaches it through `tasks.plugins.register_generator`
+(``tasks/__init__.py``), so the engine holds no ALFWorld specifics."""
 
 from __future__ import annotations
 

@@ -48,6 +48,7 @@ class DBBenchSuite(SuiteBase):
     multiline_actions = True
     instructions = INSTRUCTIONS
     comparability = COMPARABILITY
+    published_splits = ("dev", "test")  # standard.jsonl is the test set; no train set
 
     def __init__(self, *, data: str | os.PathLike | None = None):
         self._tasks = {t.id: t for t in load_tasks(str(data_dir(data)))}

@@ -96,6 +96,7 @@ class TauAirlineSuite(TauSuite):
     description = ("τ-bench airline: 50 test tasks over upstream's database and policy; "
                    "tools rebuilt and checked against upstream's; graded by database hash "
                    "and required outputs")
+    published_splits = ("test",)  # upstream publishes no airline train or dev tasks
 
     def __init__(self, **options: Any):
         super().__init__(**options)

@@ -19,7 +19,7 @@ from tasks.webshop.search import BM25Index
 from tasks.webshop.suite import WebShopSuite
 from tasks.webshop.synthetic import generate_catalog
 
-__all__ = ["LatencyBench", "bench_search", "webshop_report"]
+__all__ = ["LatencyBench", "bench_search", "webshop_report", "webshop_env_bench"]
 
 
 @dataclass(frozen=True)
@@ -100,3 +100,9 @@ def webshop_report(args: Any) -> list[str]:
     n_products = int(getattr(args, "webshop_products", 100_000))
     return (_real(n_goals).lines(10.0)
             + _generated(n_products, n_goals).lines(100.0 if n_products >= 100_000 else 10.0))
+
+
+def webshop_env_bench() -> list[str]:
+    """WebShop's part of ``harness bench env``: the search step on the real 1,000-product set
+    and on 100,000 generated products (as ``harness bench webshop``)."""
+    return webshop_report(None)

@@ -1,4 +1,4 @@
-"""`harness tasks generate alfworld` (wired through `harness.cli.COMMAND_MODULES`)."""
+"""`harness tasks generate alfworld` (`harness.tasks_cli`; the generator registered by the family)."""
 
 import json
 

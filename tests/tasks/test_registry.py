@@ -48,8 +48,10 @@ def test_suite_shape(suite_id):
     assert suite.trivial_actions, "every embedded suite declares its trivial actions"
     ids = [t.id for t in suite.tasks()]
     assert len(ids) == len(set(ids))
+    assert set(suite.published_splits) <= set(SPLITS)
     for split in SPLITS:
-        assert suite.tasks(split), f"{suite_id} has no {split} tasks"
+        assert bool(suite.tasks(split)) == (split in suite.published_splits), \
+            f"{suite_id}: {split} tasks {len(suite.tasks(split))}, published {suite.published_splits}"
     split_ids = [set(t.id for t in suite.tasks(split)) for split in SPLITS]
     assert not (split_ids[0] & split_ids[1] or split_ids[0] & split_ids[2]
                 or split_ids[1] & split_ids[2])

@@ -18,7 +18,7 @@ import pytest
 
 from harness.config import RunConfig
 from harness.runner import run
-from harness.serve.fhir_cli import bench_oracle
+from tasks.medagentbench.cli import bench_oracle
 from harness.stats.estimators import proportion_interval
 from harness.store import load_episodes
 from tasks.base import get_suite
@@ -165,9 +165,8 @@ def test_an_openai_policy_against_harness_serve(tmp_path):
 @pytest.mark.slow
 def test_serve_fhir_command(tmp_path):
     port = free_port()
-    command = [sys.executable, "-c", "import sys; from harness.cli import COMMAND_MODULES, main; "
-               "import harness.cli as c; c.COMMAND_MODULES = (*COMMAND_MODULES, "
-               "'harness.serve.fhir_cli'); sys.exit(main(sys.argv[1:]))",
+    command = [sys.executable, "-c", "import sys; from harness.cli import main; "
+               "sys.exit(main(sys.argv[1:]))",
                "serve-fhir", "--port", str(port), "--suite", "medagentbench-v3",
                "--task", "task5_1"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)

@@ -1,7 +1,7 @@
 """``harness swebench validate``: which SWE-bench instances this machine reproduces.
 
-Plugged into the CLI through ``harness.cli.COMMAND_MODULES`` (`add_commands`); heavy imports
-happen inside the handler.
+The family's front-end, registered with `tasks.plugins.register_commands` in
+``tasks/__init__.py`` (`add_commands`); heavy imports happen inside the handler.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ TABLE_CHOICES = ("verified-test", "lite-test", "lite-dev", "full-dev", "swe-lite
 def add_commands(subparsers) -> None:
     """Add ``swebench validate``."""
     parser = subparsers.add_parser("swebench", help="SWE-bench utilities (validate instances)")
+    parser.set_defaults(holds_sandboxes=True)  # the CLI closes them in order on SIGTERM
     sub = parser.add_subparsers(dest="swebench_command", required=True)
     p = sub.add_parser(
         "validate", help="build environments and check gold-resolves / empty-fails",

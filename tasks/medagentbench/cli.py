@@ -4,7 +4,10 @@ medagentbench` (oracle episodes/s over HTTP with 32 concurrent episodes).
     harness serve-fhir --port 8080                       # the base record of every patient
     harness serve-fhir --suite medagentbench-v3 --task task5_3 --eval-seed 0
 
-Independent of the rest of `harness.serve`. Heavy imports happen inside the handlers.
+The family's front-end (registered in ``tasks/__init__.py``; `harness.cli` loads it through
+`tasks.plugins`): it may drive the engine (the bench plays episodes through
+`harness.runner`), and nothing else in `tasks` imports it. Heavy imports happen inside the
+handlers.
 """
 
 from __future__ import annotations
@@ -67,9 +70,8 @@ def cmd_serve_fhir(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise MissingDependencyError(exc.name or "fastapi", "medagentbench",
                                      "harness serve-fhir") from None
-    from harness.serve import check_port
-
-    check_port(args.port)
+    if not 1 <= args.port <= 65535:  # the OS would silently wrap a larger one
+        raise ConfigError(f"--port must lie in 1-65535, got {args.port}")
     records, hidden = _default_records(args)
     with tempfile.TemporaryDirectory(prefix="serve-fhir-") as tmp:
         base = build_database(Path(tmp) / "base.sqlite", base_resources(load_patients(args.data)))
