@@ -93,6 +93,7 @@ class MariaDBServer:
         self.folder.chmod(0o700)
         user = ["--user=root"] if os.geteuid() == 0 else []
         data = self.folder / "data"
+        (self.folder / "files").mkdir()  # the only folder LOAD_FILE / INTO OUTFILE may touch
         install = subprocess.run(
             [installer, "--no-defaults", f"--datadir={data}", "--skip-test-db",
              "--auth-root-authentication-method=normal", *user],
@@ -105,7 +106,8 @@ class MariaDBServer:
                    f"--log-error={self.log_path}", "--group-concat-max-len=1024",
                    f"--sql-mode={SQL_MODE}", "--character-set-server=utf8mb4",
                    "--collation-server=utf8mb4_general_ci", "--innodb-buffer-pool-size=64M",
-                   "--skip-log-bin", *user]
+                   "--skip-log-bin", f"--secure-file-priv={self.folder / 'files'}",
+                   "--local-infile=0", *user]  # the agent's SQL reads and writes no host file
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL, start_new_session=True)
         atexit.register(self.stop)

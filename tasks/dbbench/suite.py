@@ -22,7 +22,8 @@ COMPARABILITY = Comparability(
     engine="rebuilt", tasks="upstream", grader="rebuilt", protocol="rebuilt", data="upstream",
     comparable="close to published DB-Bench: MariaDB 10.11 set up like MySQL 8 instead of "
                "mysql:8 in Docker; checker rebuilt from upstream's semantics",
-    evidence="tests/tasks/dbbench (gold answers 300/300 through the suite's server)")
+    evidence="tests/tasks/dbbench (gold 299/300 against upstream's stored answers and hashes; "
+             "test-225's stored hash matches no state of its table)")
 
 INSTRUCTIONS = """I will ask you a question, then you should help me operate a MySQL database \
 with SQL to answer the question. Explain the problem and your solution and write down your \

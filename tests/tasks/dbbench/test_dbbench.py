@@ -161,3 +161,25 @@ def test_gold_300_and_commit_empty_on_every_task(suite):
             empty_won.add(spec.id)
     assert {s.id for s in suite.tasks("test")} - won == KNOWN_GOLD_MISMATCH
     assert not empty_won
+
+
+@needs_server
+def test_agent_sql_reads_and_writes_no_host_file(suite, tmp_path):
+    """The server runs as root here: LOAD_FILE, INTO OUTFILE and LOAD DATA LOCAL are confined
+    to an empty private folder, so the agent's SQL reaches no host file."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret")
+    secret.chmod(0o644)
+    target = tmp_path / "written.txt"
+    env = suite.make_env("test-0")
+    env.reset(seed=0)
+    try:
+        read = env.step(execute_action(f"SELECT LOAD_FILE('{secret}')"))
+        write = env.step(execute_action(f"SELECT 1 INTO OUTFILE '{target}'"))
+        local = env.step(execute_action(
+            f"LOAD DATA LOCAL INFILE '{secret}' INTO TABLE `Jiu-Jitsu Championships Results`"))
+    finally:
+        env.close()
+    assert "host secret" not in read.observation and "None" in read.observation
+    assert "secure-file-priv" in write.observation and not target.exists()
+    assert "host secret" not in local.observation and local.observation.split()[0].isdigit()
