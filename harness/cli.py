@@ -413,24 +413,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harness", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("list", help="list registered suites or policies")
-    p.add_argument("what", choices=["suites", "policies"])
-    p.set_defaults(func=cmd_list)
-
-    p = sub.add_parser("run", help="play episodes and store them (resumes a stored run)")
-    _run_flags(p)
-    p.add_argument("--executor", default="local", help="local (default), ray (a local Ray "
-                   "instance) or ray:ADDRESS (an existing Ray cluster, e.g. ray:auto)")
-    p.add_argument("--env-workers", type=int, default=0, help="with --executor ray: play "
-                   "episodes in N environment-worker actors per suite, each holding the suite "
-                   "and an Env reused across episodes (0: one Ray task per episode)")
-    p.set_defaults(func=cmd_run)
-
+def _add_reading_commands(sub: Any) -> None:
+    """``leaderboard`` and ``compare``: the commands that read runs back."""
     p = sub.add_parser("leaderboard", help="success rate with 95%% intervals per policy x suite")
     p.add_argument("--db", default="results/harness.db")
     p.add_argument("--run-id")
@@ -450,6 +434,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap/permutation draws")
     p.add_argument("--seed", type=int, default=0, help="seed of the resampling RNG")
     p.set_defaults(func=cmd_compare)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harness", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="list registered suites or policies")
+    p.add_argument("what", choices=["suites", "policies"])
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="play episodes and store them (resumes a stored run)")
+    _run_flags(p)
+    p.add_argument("--executor", default="local", help="local (default), ray (a local Ray "
+                   "instance) or ray:ADDRESS (an existing Ray cluster, e.g. ray:auto)")
+    p.add_argument("--env-workers", type=int, default=0, help="with --executor ray: play "
+                   "episodes in N environment-worker actors per suite, each holding the suite "
+                   "and an Env reused across episodes (0: one Ray task per episode)")
+    p.set_defaults(func=cmd_run)
+
+    _add_reading_commands(sub)
 
     p = sub.add_parser("quickstart", help="a small leaderboard of the scripted policies")
     p.add_argument("--db", default="results/harness.db")

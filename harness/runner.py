@@ -24,39 +24,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import functools
 import gc
 import logging
-import platform
 import signal
-import subprocess
-import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from harness.config import RunConfig
-from harness.core import HarnessError, last_line
+from harness.core import HarnessError
 from harness.episodes import (EpisodeTally, episode_context, env_seed, failed_record,
-                              finish_record, rng_identity, select_task_ids, select_tasks,
-                              turn_record)
-from harness.policies import Policy, make_policy
-from harness.policies.model import apply_suite_scaffolds
-from harness.records import EpisodeKey, EpisodeRecord, StepRecord, TurnRecord
-from harness.episode_writer import EpisodeWriter
+                              finish_record, rng_identity, turn_record)
+from harness.orchestrator import (MIN_EPISODES_FOR_ERROR_RATE, EpisodeJob, Orchestrator,
+                                  RunAborted, RunSummary, plan_jobs, provenance)
+from harness.policies import Policy
+from harness.records import EpisodeRecord, StepRecord, TurnRecord
 from harness.store import Store
-from tasks import get_suite
-from tasks.base import Suite, TaskSpec
+
+__all__ = ["EpisodeJob", "MIN_EPISODES_FOR_ERROR_RATE", "Pacer", "RunAborted", "RunInterrupted",
+           "RunSummary", "play_within", "plan_jobs", "provenance", "run", "run_async",
+           "run_episode"]
 
 log = logging.getLogger(__name__)
 
-MIN_EPISODES_FOR_ERROR_RATE = 10
 YIELD_EVERY_S = 0.01
 """Longest stretch the inline episodes of a run go without yielding to the event loop
 (yielding after every step would cost a third of the runner's speed on the games)."""
@@ -96,10 +89,6 @@ class _Deadline:
         return self.expired and self.task.uncancel() == 0
 
 
-class RunAborted(HarnessError):
-    """The run stopped early (too many errors); finished episodes are stored."""
-
-
 class RunInterrupted(HarnessError):
     """SIGINT or SIGTERM stopped the run; finished episodes are stored."""
 
@@ -108,59 +97,38 @@ class RunInterrupted(HarnessError):
         self.signal_number = signal_number
 
 
-@dataclass(frozen=True)
-class EpisodeJob:
-    policy: Policy
-    suite: Suite
-    task: TaskSpec
-    eval_seed: int
-    sample: int
-
-    @functools.cached_property
-    def key(self) -> EpisodeKey:  # made once: the plan and the record both ask for it
-        return EpisodeKey(self.policy.id, self.suite.id, self.task.id, self.eval_seed, self.sample)
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    run_id: str
-    db: Path
-    planned: int
-    skipped: int
-    played: int
-    errors: int
-    wall_s: float
+async def _reset(job: EpisodeJob, loop: asyncio.AbstractEventLoop, executor: Executor | None,
+                 pacer: Pacer) -> tuple[Any, str, dict]:
+    """Make the episode's env and reset it with the episode's seed: in `executor` for a
+    blocking suite, inline otherwise (after yielding to the loop when `pacer` says so)."""
+    suite, task = job.suite, job.task
+    if suite.blocking:
+        env = await loop.run_in_executor(executor, suite.make_env, task.id)
+        obs, info = await loop.run_in_executor(executor, functools.partial(
+            env.reset, seed=env_seed(suite.id, task.id, job.eval_seed)))
+        return env, obs, info
+    if loop.time() - pacer.last >= pacer.every_s:  # let other episodes, signals in
+        await asyncio.sleep(0)
+        pacer.last = loop.time()
+    env = suite.make_env(task.id)
+    obs, info = env.reset(seed=env_seed(suite.id, task.id, job.eval_seed))
+    return env, obs, info
 
 
 async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
                       executor: Executor | None = None, deadline: float | None = None,
                       pacer: Pacer | None = None, turns: list[TurnRecord] | None = None
                       ) -> tuple[EpisodeRecord, list[StepRecord]]:
-    """Play one episode. Exceptions propagate; `run` turns them into error records.
-
-    Env work of a blocking suite runs in `executor` (the loop's default pool when None).
-    `deadline` (``loop.time()``, a monotonic clock) is checked after every step: past it,
-    `TimeoutError`. An inline episode yields to the event loop when `pacer` says so (a
-    fresh pacer when None). Each decision that carries messages (a model turn) is appended
-    to `turns` as it is made (a fresh list when None), so a caller keeps the turns of an
-    episode that raises; the record holds them all.
-    """
+    """Play one episode (exceptions propagate; `play_within` makes them records). Env work of
+    a blocking suite runs in `executor` (the loop's default pool when None). `deadline`
+    (``loop.time()``) is checked after every step: past it, `TimeoutError`. Inline episodes
+    yield when `pacer` says so. Each model turn is appended to `turns` as it is made, so a
+    caller keeps the turns of an episode that raises; the record holds them all."""
     pacer = pacer if pacer is not None else Pacer()
     turns = turns if turns is not None else []
-    suite, task, policy = job.suite, job.task, job.policy
-    blocking = suite.blocking
-    loop = asyncio.get_running_loop()
-    started = time.perf_counter()
-    if blocking:
-        env = await loop.run_in_executor(executor, suite.make_env, task.id)
-        obs, info = await loop.run_in_executor(executor, functools.partial(
-            env.reset, seed=env_seed(suite.id, task.id, job.eval_seed)))
-    else:
-        if loop.time() - pacer.last >= pacer.every_s:  # let other episodes, signals in
-            await asyncio.sleep(0)
-            pacer.last = loop.time()
-        env = suite.make_env(task.id)
-        obs, info = env.reset(seed=env_seed(suite.id, task.id, job.eval_seed))
+    suite, task, policy, blocking = job.suite, job.task, job.policy, job.suite.blocking
+    loop, started = asyncio.get_running_loop(), time.perf_counter()
+    env, obs, info = await _reset(job, loop, executor, pacer)
     limit = env.max_steps if max_steps is None else min(max_steps, env.max_steps)
     context = episode_context(suite, task, env, obs, info, eval_seed=job.eval_seed,
                               sample=job.sample, policy_id=rng_identity(policy))
@@ -242,71 +210,6 @@ def _failed(job: EpisodeJob, status: str, error: str, wall_s: float,
                          turns=turns)
 
 
-def plan_jobs(config: RunConfig, policies: list[Policy], suites: list[Suite]
-              ) -> Iterator[EpisodeJob]:
-    """Every episode the config asks for, in a stable order (``task_ids``: in its order).
-    An id of ``task_ids`` that no suite has is a `HarnessError` (before anything is played)."""
-    if config.task_ids:
-        chosen = select_task_ids(suites, config.split, config.task_ids)
-    else:
-        chosen = [(suite, select_tasks(suite, config.split, task_types=config.task_types,
-                                       n_tasks=config.n_tasks)) for suite in suites]
-    for suite, tasks in chosen:
-        for policy in policies:
-            for task in tasks:
-                for eval_seed in config.eval_seeds:
-                    for sample in range(config.samples):
-                        yield EpisodeJob(policy, suite, task, eval_seed, sample)
-
-
-def provenance() -> dict[str, Any]:
-    """Code version, package versions and host, stored with every run (read once per
-    process: a git call and nine package lookups cost ~50 ms, a run of cheap episodes less);
-    and, when a suite of the run has loaded the sandbox, what contains its commands (user
-    namespace, seccomp profile version, limits: `tasks.sandbox.containment`), stored with the
-    package versions under ``sandbox``."""
-    found = copy.deepcopy(_provenance())
-    sandbox = sys.modules.get("tasks.sandbox")
-    if sandbox is not None:
-        found["packages"]["sandbox"] = "; ".join(sandbox.containment().values())
-    return found
-
-
-@functools.cache
-def _provenance() -> dict[str, Any]:
-    try:
-        code = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                              text=True, timeout=5, cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        code = ""
-    packages = {}
-    for name in ("agent-rl-harness", "numpy", "scipy", "pandas", "statsmodels", "torch",
-                 "transformers", "vllm", "openai"):
-        try:
-            packages[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return {"code_version": code or packages.get("agent-rl-harness", "unknown"),
-            "packages": packages, "host": platform.node(), "python": platform.python_version()}
-
-
-def _scaffolds(policies: list[Policy]) -> dict[str, Any]:
-    """The scaffold spec of every model policy (stored with the run's config)."""
-    out = {}
-    for policy in policies:
-        scaffold = getattr(policy, "scaffold", None)
-        spec = getattr(scaffold, "spec", None)
-        if spec is not None and hasattr(spec, "to_dict"):
-            out[policy.id] = spec.to_dict()
-    return out
-
-
-def _nothing_to_play(config: RunConfig, suites: list[Suite]) -> HarnessError:
-    types = f" of task type {', '.join(config.task_types)}" if config.task_types else ""
-    return HarnessError(f"nothing to play: {', '.join(s.id for s in suites)} has no "
-                        f"{config.split} task{types}")
-
-
 class _Signals:
     """SIGINT/SIGTERM handlers for the duration of a run: the first signal cancels the
     workers (finished episodes are already with the writer). `remove` puts back the handlers
@@ -352,7 +255,8 @@ async def run_async(config: RunConfig, *, store: Store,
                     on_episode: Callable[[EpisodeRecord], None] | None = None,
                     on_plan: Callable[[int, int], None] | None = None,
                     policies: list[Policy] | None = None, begin: bool = True) -> RunSummary:
-    """Play every episode of `config` not yet stored under its run id.
+    """Play every episode of `config` not yet stored under its run id (and not claimed by a
+    concurrent invocation of the same run), through the `Orchestrator`.
 
     `on_plan(total, skipped)` is called once before the first episode; `on_episode` after
     each stored episode. `policies` overrides ``config.policies`` (already-built objects).
@@ -362,64 +266,24 @@ async def run_async(config: RunConfig, *, store: Store,
     `MIN_EPISODES_FOR_ERROR_RATE` episodes on, and at the end), `RunInterrupted` on
     SIGINT/SIGTERM, and `HarnessError` when the config selects no episode.
     """
-    started = time.perf_counter()
-    suites = [get_suite(spec) for spec in config.suites]
-    policies = policies if policies is not None else [make_policy(s) for s in config.policies]
-    apply_suite_scaffolds(policies, suites)  # e.g. terminal@1 on terminal suites
-    if not suites or not policies:
-        raise HarnessError("a run needs at least one policy and one suite")
-    jobs = list(plan_jobs(config, policies, suites))
-    if not jobs and config.n_tasks != 0:
-        raise _nothing_to_play(config, suites)
-    run_id = config.resolved_run_id()
-    scaffolds = _scaffolds(policies)
-    identity = {**config.identity(), "scaffolds": scaffolds} if scaffolds else config.identity()
-    if begin:
-        store.begin_run(run_id, identity, provenance())
-    done = store.stored_keys(run_id, statuses=("ok",))
-    pending = [job for job in jobs if job.key not in done]
-    if on_plan:
-        on_plan(len(jobs), len(jobs) - len(pending))
-    counts = {"played": 0, "errors": 0}
-    jobs_left = iter(pending)  # shared by the workers: each takes the next job when free
-    loop = asyncio.get_running_loop()
+    orchestrator = Orchestrator(config, store, policies=policies, begin=begin,
+                                on_plan=on_plan, on_episode=on_episode)
+    blocking = any(suite.blocking for suite in orchestrator.plan.suites)
+    executor = ThreadPoolExecutor(config.concurrency, "env") if blocking else None
     pacer = Pacer()
 
-    def error_rate_exceeded(minimum: int) -> bool:
-        return (counts["played"] >= minimum
-                and counts["errors"] > config.max_error_rate * counts["played"])
-
-    def aborted(record: EpisodeRecord) -> RunAborted:
-        return RunAborted(
-            f"stopped: {counts['errors']} of {counts['played']} episodes failed (more "
-            f"than max_error_rate={config.max_error_rate}); last error: "
-            f"{last_line(record.error)}; finished episodes are "
-            f"stored in {store.path} under run {run_id}")
-
-    last_failure: list[EpisodeRecord] = []
-
     async def worker() -> None:
-        for job in jobs_left:
+        while (job := await orchestrator.next_job()) is not None:
             record, steps = await play_within(job, timeout_s=config.episode_timeout_s,
                                               max_steps=config.max_steps, executor=executor,
                                               pacer=pacer)
-            writer.submit(run_id, record, steps)
-            counts["played"] += 1
-            if record.status != "ok":
-                counts["errors"] += 1
-                last_failure[:] = [record]
-            if on_episode:
-                on_episode(record)
-            if error_rate_exceeded(MIN_EPISODES_FOR_ERROR_RATE):
-                raise aborted(record)
+            orchestrator.record(record, steps)
 
-    blocking = any(suite.blocking for suite in suites)
-    executor = ThreadPoolExecutor(config.concurrency, "env") if blocking else None
     try:
-        with EpisodeWriter(store.path, replace=True, turns=config.store_turns) as writer:
+        with orchestrator:
             workers = [asyncio.create_task(worker())
-                       for _ in range(min(config.concurrency, len(pending)))]
-            signals = _Signals(loop, workers)
+                       for _ in range(min(config.concurrency, orchestrator.pending))]
+            signals = _Signals(asyncio.get_running_loop(), workers)
             try:
                 with _older_objects_frozen():
                     failure = await _play_all(workers)
@@ -431,15 +295,12 @@ async def run_async(config: RunConfig, *, store: Store,
     if signals.received:
         name = signal.Signals(signals.received[0]).name
         raise RunInterrupted(
-            f"{name}: stopped after {counts['played']} episodes; finished episodes are "
-            f"stored in {store.path} under run {run_id}; rerun the same command to resume",
-            signals.received[0])
+            f"{name}: stopped after {orchestrator.played} episodes; finished episodes are "
+            f"stored in {store.path} under run {orchestrator.run_id}; rerun the same command "
+            "to resume", signals.received[0])
     if failure is not None:
         raise failure
-    if last_failure and error_rate_exceeded(1):
-        raise aborted(last_failure[0])
-    return RunSummary(run_id, store.path, len(jobs), len(jobs) - len(pending), counts["played"],
-                      counts["errors"], time.perf_counter() - started)
+    return orchestrator.summary()
 
 
 @contextlib.contextmanager

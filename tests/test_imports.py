@@ -5,9 +5,11 @@ harness.cli -> harness.{runner,train,report,audit,serve} -> harness.{stats,store
 `tasks` its own `tasks.sandbox`); torch only lazily, under harness/train/, harness/policies/
 and signals/. Imports count wherever they are written: ``import`` statements at any depth,
 ``importlib.import_module("...")`` calls with a literal name, and ``"package.module:attr"``
-strings (registries that import by name). No two packages may import each other, directly
-or through others (same-layer cycles included). A self-test plants each kind of violation
-and checks the checker reports it.
+strings (registries that import by name); relative imports count as the absolute name they
+resolve to. No two packages may import each other, directly or through others (same-layer
+cycles included), and no two files either (imports inside functions count; imports under
+``if TYPE_CHECKING:`` do not). A self-test plants each kind of violation and checks the
+checker reports it.
 
 Families are plugins: `harness` imports from `tasks` only the registry and the contract
 (`CONTRACT`: ``tasks``, ``tasks.base``, ``tasks.plugins``, the data-set registry, the sandbox),
@@ -31,10 +33,10 @@ LAYER = {  # a module may import modules of the same or a lower layer
     "harness.core": 0,
     "harness.records": 1, "harness.store": 1, "harness.episode_writer": 1,
     "harness.sqlite_batch": 1, "harness.writer_process": 1, "harness.stats": 1, "harness.policies": 1,
-    "harness.episodes": 1,
+    "harness.episodes": 1, "harness.claims": 1,
     "harness.config": 2, "harness.runner": 2, "harness.train": 2, "harness.report": 2,
     "harness.audit": 2, "harness.serve": 2, "harness.signal_eval": 2, "harness.executors": 2,
-    "harness.view": 2, "harness.study": 2,
+    "harness.view": 2, "harness.study": 2, "harness.orchestrator": 2,
     "harness.cli": 3, "harness.bench": 3, "harness.quickstart": 3, "harness.env_bench": 3,
     "harness.tasks_cli": 3, "harness.data": 3,
 }
@@ -81,9 +83,20 @@ def _is_import_module(call: ast.Call) -> bool:
     return name in ("import_module", "__import__")
 
 
-def _imports(tree: ast.AST) -> Iterator[tuple[str, bool]]:
-    """(imported module, is at module level) for every import in `tree`: statements,
-    ``importlib.import_module("x")`` with a literal name, and ``"pkg.mod:attr"`` strings."""
+def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str | None:
+    """The module a ``from`` import names, relative ones resolved against `module`."""
+    if node.level == 0:
+        return node.module
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else [])) or None
+
+
+def _imports(tree: ast.AST, module: str = "", is_package: bool = False
+             ) -> Iterator[tuple[str, bool]]:
+    """(imported module, is at module level) for every import in `tree`: statements
+    (relative ones resolved against `module`), ``importlib.import_module("x")`` with a
+    literal name, and ``"pkg.mod:attr"`` strings."""
     top = set(id(node) for node in getattr(tree, "body", []))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -91,6 +104,10 @@ def _imports(tree: ast.AST) -> Iterator[tuple[str, bool]]:
                 yield alias.name, id(node) in top
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             yield node.module, id(node) in top
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            name = _absolute(node, module, is_package)
+            if name:
+                yield name, id(node) in top
         elif isinstance(node, ast.Call) and _is_import_module(node) and node.args:
             first = node.args[0]
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
@@ -110,7 +127,8 @@ def _is_project_module(name: str) -> bool:
 def violations(module: str, relative: str, tree: ast.AST) -> list[str]:
     """Every import of `module` (file `relative`) that breaks the layering."""
     found = []
-    for imported, at_top in dict.fromkeys(_imports(tree)):
+    is_package = relative.endswith("__init__.py")
+    for imported, at_top in dict.fromkeys(_imports(tree, module, is_package)):
         root = imported.split(".")[0]
         if root == "torch":
             if not relative.startswith(TORCH_ALLOWED):
@@ -184,6 +202,39 @@ def package_cycles(graph: dict[str, dict[str, str]]) -> list[str]:
             for b, why in sorted(graph[a].items()) if a in reaches(b)]
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """Ids of the import nodes under ``if TYPE_CHECKING:`` (never run)."""
+    hidden = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            hidden.update(id(inner) for part in node.body for inner in ast.walk(part))
+    return hidden
+
+
+def file_graph(trees: dict[str, ast.AST], packages: set[str]) -> dict[str, dict[str, str]]:
+    """file module -> {file module it imports: the import}, over the files of `trees`
+    (``from a import b`` is an edge to ``a.b`` when that is a file, else to ``a``;
+    `packages`: the modules that are ``__init__`` files)."""
+    graph: dict[str, dict[str, str]] = {}
+    for module, tree in trees.items():
+        hidden = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in hidden:
+                continue
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _absolute(node, module, module in packages)
+                if base:
+                    targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in trees
+                               else base for alias in node.names]
+            for target in targets:
+                if target in trees and target != module:
+                    graph.setdefault(module, {}).setdefault(target, f"{module} -> {target}")
+    return graph
+
+
 SOURCES = sorted(p for package in PROJECT for p in (ROOT / package).rglob("*.py"))
 
 
@@ -201,8 +252,39 @@ def test_no_import_cycle_between_packages():
     assert package_cycles(package_graph(_trees(SOURCES))) == []
 
 
+def _packages(sources, root=ROOT) -> set[str]:
+    return {_module_name(p, root) for p in sources if p.name == "__init__.py"}
+
+
+def test_no_import_cycle_between_files():
+    assert package_cycles(file_graph(_trees(SOURCES), _packages(SOURCES))) == []
+
+
+FILE_CYCLES = {  # each pair of files imports the other; the last pair only for type checking
+    "harness/audit/one.py": "from harness.audit.two import f\n",
+    "harness/audit/two.py": "def f():\n    from .one import g\n",         # lazy, relative
+    "harness/policies/__init__.py": "from harness.policies.reg import R\n",
+    "harness/policies/reg.py": "def make():\n    from harness.policies import x\n",
+    "tasks/shop/env.py": "from tasks.shop.oracle import expert\n",
+    "tasks/shop/oracle.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                            "    from tasks.shop.env import Env\n",
+}
+
+
+def test_the_file_cycle_check_reports_planted_cycles(tmp_path):
+    for relative, source in FILE_CYCLES.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(source)
+    sources = sorted(tmp_path.rglob("*.py"))
+    cycles = package_cycles(file_graph(_trees(sources, tmp_path), _packages(sources, tmp_path)))
+    assert sorted(c.split(" (")[0] for c in cycles) == [
+        "harness.audit.one -> harness.audit.two", "harness.audit.two -> harness.audit.one",
+        "harness.policies -> harness.policies.reg", "harness.policies.reg -> harness.policies"]
+
+
 PLANTED = {
     "harness/stats/leak.py": "from harness.cli import main\n",                 # upward
+    "harness/stats/rel.py": "from ..cli import main\n",                        # upward, relative
     "harness/store/lazy.py": "def f():\n    from harness.runner import run\n",  # upward, lazy
     "harness/policies/dyn.py": "import importlib\nM = importlib.import_module('harness.train')\n",
     "tasks/reg.py": "ENTRY = 'harness.runner:run_async'\n",                   # tasks -> harness
@@ -231,6 +313,8 @@ def test_the_checker_reports_every_planted_violation(tmp_path):
              for p in sources}
     assert found["harness/stats/leak.py"] == [
         "harness.stats.leak (layer 1) imports harness.cli (layer 3)"]
+    assert found["harness/stats/rel.py"] == [
+        "harness.stats.rel (layer 1) imports harness.cli (layer 3)"]
     assert found["harness/store/lazy.py"] == [
         "harness.store.lazy (layer 1) imports harness.runner (layer 2)"]
     assert found["harness/policies/dyn.py"] == [

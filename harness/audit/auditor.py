@@ -18,15 +18,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pandas as pd
 
-from harness.audit.ceilings import ALL, oracle_ceiling, success_by_type, trivial_ceiling
-from harness.audit.determinism import FLAKY_COLUMNS, check_determinism
+from harness.audit.ceilings import oracle_ceiling, success_by_type, trivial_ceiling
+from harness.audit.determinism import check_determinism
 from harness.audit.learnability import headroom_by_type, learnability
 from harness.audit.probes import Probe, exploit_probes, trivial_probes
+from harness.audit.records import write_audit
+from harness.audit.result import AuditResult
 from harness.config import RunConfig
 from harness.core import ConfigError, HarnessError
 from harness.policies import make_policy
@@ -85,56 +87,6 @@ class AuditConfig:
         for name in ("db", "concurrency", "executor"):
             data.pop(name)
         return data
-
-
-@dataclass(frozen=True)
-class AuditResult:
-    """One audit. Tables are DataFrames; `summary` holds the headline numbers.
-
-    rates: every probe's success per task type (`ceilings.RATE_COLUMNS`; kind ``trivial``,
-    ``exploit``, ``oracle`` or ``greedy``). ceiling: `ceilings.trivial_ceiling`.
-    oracle_failures: `ceilings.oracle_ceiling` failures. learnability, headroom: per task type
-    (`learnability`). flaky: `determinism.FLAKY_COLUMNS`.
-    """
-
-    audit_id: str
-    suite: str
-    split: str
-    config: dict[str, Any]
-    run_ids: tuple[str, ...]
-    notes: tuple[str, ...]
-    rates: pd.DataFrame
-    ceiling: pd.DataFrame
-    oracle_failures: pd.DataFrame
-    learnability: pd.DataFrame
-    headroom: pd.DataFrame
-    n_regraded: int
-    flaky: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FLAKY_COLUMNS))
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        """Headline numbers: oracle success, trivial ceiling, flagged task types, zero-gradient
-        share, headroom, flaky trajectories, best exploit (None where not measured)."""
-        def overall(table: pd.DataFrame, column: str) -> float | None:
-            row = table[table["task_type"] == ALL]
-            return None if row.empty else float(row[column].iloc[0])
-
-        oracle = self.rates[(self.rates["kind"] == "oracle") & (self.rates["task_type"] == ALL)]
-        exploits = self.rates[(self.rates["kind"] == "exploit") & (self.rates["task_type"] == ALL)]
-        ceiling = self.ceiling[self.ceiling["task_type"] == ALL].iloc[0]
-        return {
-            "oracle_success": None if oracle.empty else float(oracle["success"].iloc[0]),
-            "oracle_failing_tasks": len(self.oracle_failures),
-            "ceiling": float(ceiling["success"]), "ceiling_probe": str(ceiling["probe"]),
-            "threshold": float(self.config["threshold"]),
-            "flagged_types": [str(t) for t in self.ceiling.loc[
-                self.ceiling["flagged"] & (self.ceiling["task_type"] != ALL), "task_type"]],
-            "zero_gradient": overall(self.learnability, "zero_gradient"),
-            "pass_at_k": overall(self.learnability, "pass_at_k"),
-            "headroom": overall(self.headroom, "headroom"),
-            "n_regraded": self.n_regraded, "n_flaky": len(self.flaky),
-            "exploit_max": None if exploits.empty else float(exploits["success"].max()),
-        }
 
 
 def _digest(data: dict[str, Any]) -> str:
@@ -252,8 +204,6 @@ def audit_suite(config: AuditConfig) -> AuditResult:
         ceiling=trivial_ceiling(rates, threshold=config.threshold), oracle_failures=failures,
         learnability=learnability(base, config.base_policy, config.k), headroom=headroom,
         n_regraded=n_regraded, flaky=flaky)
-    from harness.audit.records import write_audit  # records imports this module's types
-
     write_audit(config.db, result)
     log.info("audit %s stored in %s", audit_id, config.db)
     return result

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.audit.auditor import AuditResult
+from harness.audit.result import AuditResult
 from harness.audit.tables import load_audit_rows, write_audit_row
 from harness.core import HarnessError
 from harness.store import Store

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.audit.auditor import AuditResult
+from harness.audit.result import AuditResult
 from harness.audit.ceilings import ALL, GENERATED_NOTE, generated_records
 
 __all__ = ["summary_lines", "one_line"]

@@ -87,10 +87,11 @@ def bench_ray(suite: str = BENCH_SUITE, policy: str = BENCH_POLICY, n_tasks: int
     (concurrency 1), then per worker count a fresh local Ray instance with that many CPUs,
     timing Ray tasks and then env-worker actors. Each timed run follows a short warm-up run
     (imports, suite caches, the sandbox's rootfs, Ray worker start-up are not timed)."""
-    from harness.executors.ray_executor import _import_ray, run_on_ray
+    from harness.executors.ray_cluster import import_ray
+    from harness.executors.ray_executor import run_on_ray
     from harness.runner import run
 
-    ray = _import_ray(ExecutorSpec("ray"))
+    ray = import_ray(ExecutorSpec("ray"))
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "bench.db")
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core import HarnessError
+from harness.executors.remote_episode import play_episode
 from harness.executors.spec import ExecutorSpec, parse_executor
 from tasks import get_suite
 from tasks.base import HasStateKey, Snapshotable, StepResult, Suite
@@ -255,10 +256,10 @@ def rollout_suite(suite: Suite, executor: str, env_workers: int) -> Suite:
     spec: ExecutorSpec = parse_executor(executor)
     if spec.kind == "local":
         return suite
-    from harness.executors.ray_executor import _connect, _import_ray
+    from harness.executors.ray_cluster import connect, import_ray
 
-    ray = _import_ray(spec)
-    _connect(ray, spec)
+    ray = import_ray(spec)
+    connect(ray, spec)
     log.info("rollouts of %s on %d Ray env workers (%s)", suite.id, env_workers,
              spec.describe())
     return RaySuite(suite, EnvWorkerPool(ray, suite, env_workers))  # type: ignore[return-value]
@@ -304,8 +305,6 @@ class EpisodeWorker:
         self.suite = _OneEnvSuite(get_suite(suite_id))
 
     def play(self, task: Any, policy: Any = None) -> tuple:
-        from harness.executors.ray_executor import play_episode
-
         return play_episode(task, suite=self.suite, policy=policy)
 
     def env_counts(self) -> tuple[int, int]:

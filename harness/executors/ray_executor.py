@@ -26,33 +26,27 @@ took.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
-import sys
 import time
 import zlib
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from harness.config import RunConfig
-from harness.core import HarnessError, MissingDependencyError
+from harness.core import HarnessError
 from harness.episodes import failed_record
+from harness.executors.ray_cluster import connect, import_ray
 from harness.executors.ray_envs import episode_workers, suite_resources
+from harness.executors.remote_episode import EpisodeTask, play_episode
 from harness.executors.spec import ExecutorSpec
-from harness.policies import Policy, make_policy
-from harness.policies.model import apply_suite_scaffolds
+from harness.policies import Policy
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
-from harness.runner import (MIN_EPISODES_FOR_ERROR_RATE, EpisodeJob, RunAborted, RunSummary,
-                            plan_jobs, play_within, provenance)
-from harness.episode_writer import EpisodeWriter
+from harness.orchestrator import POLL_S, EpisodeJob, Orchestrator, RunSummary
 from harness.store import Store, TableSet
-from tasks import get_suite
-from tasks.base import Suite, TaskSpec
+from tasks.base import Suite
 
 __all__ = ["EXECUTOR_TABLES", "EpisodeTask", "play_episode", "run_on_ray", "load_attempts"]
 
@@ -68,85 +62,6 @@ CREATE TABLE IF NOT EXISTS executor_attempts (
     eval_seed INTEGER NOT NULL, sample INTEGER NOT NULL, attempt INTEGER NOT NULL,
     outcome TEXT NOT NULL, node TEXT, error TEXT, recorded_at REAL NOT NULL,
     PRIMARY KEY (run_id, policy_id, suite, task_id, eval_seed, sample, attempt))""",))
-
-
-@dataclass(frozen=True)
-class EpisodeTask:
-    """One episode as it travels to a Ray worker: names and numbers, no live objects."""
-
-    policy: str
-    suite: str
-    task_id: str
-    split: str
-    eval_seed: int
-    sample: int
-    max_steps: int | None
-    timeout_s: float
-
-
-_BUILT: dict[tuple[str, str], Any] = {}
-"""Suites and policies a worker process built, by (kind, name): reused across episodes."""
-
-
-def _built(kind: str, name: str, make: Callable[[str], Any]) -> Any:
-    if (kind, name) not in _BUILT:
-        _BUILT[kind, name] = make(name)
-    return _BUILT[kind, name]
-
-
-def _task_spec(suite: Suite, split: str, task_id: str) -> TaskSpec:
-    tasks = _built("tasks", f"{suite.id}/{split}",
-                   lambda _: {t.id: t for t in suite.tasks(split)})
-    if task_id not in tasks:
-        raise HarnessError(f"{suite.id} has no {split} task {task_id!r}")
-    return tasks[task_id]
-
-
-def play_episode(task: EpisodeTask, suite: Suite | None = None, policy: Policy | None = None
-                 ) -> tuple[EpisodeRecord, list[StepRecord], str]:
-    """Play one episode where this runs (a Ray worker): ``(record, steps, node id)``.
-    The episode's own failures are records; only a broken worker raises. `suite`: the
-    suite object to play (an env worker's), `policy`: the driver's own policy object
-    (shipped when the caller passed live policies); built from their names when None."""
-    import ray
-
-    suite = suite if suite is not None else _built("suite", task.suite, get_suite)
-    policy = policy if policy is not None else _built("policy", task.policy, make_policy)
-    apply_suite_scaffolds([policy], [suite])  # as the driver did (run_on_ray)
-    job = EpisodeJob(policy, suite, _task_spec(suite, task.split, task.task_id),
-                     task.eval_seed, task.sample)
-    record, steps = asyncio.run(play_within(job, timeout_s=task.timeout_s,
-                                            max_steps=task.max_steps))
-    node = ray.get_runtime_context().get_node_id() if ray.is_initialized() else ""
-    return record, steps, node
-
-
-LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-"""Ray's switch for single-machine mode: when "0", a node started here binds 127.0.0.1
-instead of the host's routable address (read once, when ray is imported)."""
-
-
-def _import_ray(spec: ExecutorSpec):
-    if spec.address is None and "ray" not in sys.modules:  # a local instance: loopback only
-        os.environ.setdefault(LOOPBACK_ENV, "0")
-    try:
-        import ray
-    except ImportError as exc:
-        raise MissingDependencyError("ray", "ray", "--executor ray") from exc
-    return ray
-
-
-def _connect(ray, spec: ExecutorSpec) -> bool:
-    """Join the cluster (or start a local instance); True when this call started Ray."""
-    if ray.is_initialized():
-        return False
-    options = {"include_dashboard": False, "log_to_driver": False,
-               "configure_logging": False}
-    if spec.address is None:  # a fresh local instance on loopback, never a cluster found
-        ray.init(address="local", _node_ip_address="127.0.0.1", **options)
-    else:
-        ray.init(address=spec.address, **options)
-    return True
 
 
 def _key_row(key: EpisodeKey) -> tuple:
@@ -193,98 +108,69 @@ def run_on_ray(config: RunConfig, spec: ExecutorSpec, *, store: Store,
                on_plan: Callable[[int, int], None] | None = None,
                policies: list[Policy] | None = None) -> RunSummary:
     """`harness.runner.run_async`'s contract with the episodes played on Ray (see the module
-    docstring). Raises `RunAborted` past ``max_error_rate`` (in-flight tasks cancelled).
-    `policies`: live policy objects to play instead of ``config.policies`` (as
-    `harness.runner.run` takes them); they travel to the workers pickled."""
-    ray = _import_ray(spec)
-    started = time.perf_counter()
-    suites = [get_suite(s) for s in config.suites]
+    docstring): the same `Orchestrator` plans, resumes, claims, budgets errors and writes.
+    Raises `RunAborted` past ``max_error_rate`` (in-flight tasks cancelled), `RayNodeDied`
+    when a node the run used died. `policies`: live policy objects to play instead of
+    ``config.policies``; they travel to the workers pickled."""
+    ray = import_ray(spec)
+    orchestrator = Orchestrator(config, store, policies=policies, on_plan=on_plan,
+                                on_episode=on_episode)
     shipped = policies is not None
-    policies = list(policies) if shipped else [make_policy(s) for s in config.policies]
-    apply_suite_scaffolds(policies, suites)
-    if not suites or not policies:
-        raise HarnessError("a run needs at least one policy and one suite")
-    specs = {p.id: p.id for p in policies} if shipped else \
-        {p.id: s for p, s in zip(policies, config.policies, strict=True)}
-    jobs = list(plan_jobs(config, policies, suites))
-    if not jobs and config.n_tasks != 0:
-        raise HarnessError(f"nothing to play: {', '.join(s.id for s in suites)} has no "
-                           f"{config.split} task")
-    from harness.runner import _scaffolds  # the run identity must match the local runner's
-
-    run_id = config.resolved_run_id()
-    scaffolds = _scaffolds(policies)
-    store.begin_run(run_id, {**config.identity(), "scaffolds": scaffolds} if scaffolds
-                    else config.identity(), provenance())
-    db = store.tables(EXECUTOR_TABLES)
-    with db:
-        db.execute("INSERT INTO executor_runs VALUES (?,?,?,?)",
-                   (run_id, spec.describe(), spec.max_retries, time.time()))
-    done = store.stored_keys(run_id, statuses=("ok",))
-    pending = deque((job, 0) for job in jobs if job.key not in done)
-    skipped = len(jobs) - len(pending)
-    if on_plan:
-        on_plan(len(jobs), skipped)
-    started_here = _connect(ray, spec)
-    attempts = _Attempts(run_id)
-    try:
-        objects = {p.id: ray.put(p) for p in policies} if shipped else {}
-        played, errors = _drive(ray, config, spec, pending, specs, store, attempts,
-                                on_episode, objects)
-    finally:
-        attempts.flush(store)
-        if started_here:
-            ray.shutdown()
-    log.info("run %s on %s: %d episodes, %d retried attempts", run_id, spec.describe(),
-             played, attempts.retries)
-    return RunSummary(run_id, store.path, len(jobs), skipped, played, errors,
-                      time.perf_counter() - started)
-
-
-def _drive(ray, config: RunConfig, spec: ExecutorSpec, pending: deque, specs: dict[str, str],
-           store: Store, attempts: _Attempts,
-           on_episode: Callable[[EpisodeRecord], None] | None,
-           objects: dict[str, Any]) -> tuple[int, int]:
-    """Keep a window of tasks in flight; store each result as it arrives; retry lost ones."""
-    submit, actors = _submitter(ray, spec, {job.suite.id: job.suite for job, _ in pending})
-    cpus = int(ray.cluster_resources().get("CPU", 1))
-    window = max(config.concurrency, 2 * cpus)
-    in_flight: dict[Any, tuple[EpisodeJob, int]] = {}
-    played = errors = 0
-    with EpisodeWriter(store.path, replace=True, turns=config.store_turns) as writer:
+    specs = {p.id: p.id for p in orchestrator.plan.policies} if shipped else \
+        {p.id: s for p, s in zip(orchestrator.plan.policies, config.policies, strict=True)}
+    with orchestrator:
+        db = store.tables(EXECUTOR_TABLES)
+        with db:
+            db.execute("INSERT INTO executor_runs VALUES (?,?,?,?)",
+                       (orchestrator.run_id, spec.describe(), spec.max_retries, time.time()))
+        started_here = connect(ray, spec)
+        attempts = _Attempts(orchestrator.run_id)
         try:
-            while pending or in_flight:
-                while pending and len(in_flight) < window:
-                    job, attempt = pending.popleft()
-                    task = _task(job, specs[job.policy.id], config)
-                    in_flight[submit(task, objects.get(task.policy))] = (job, attempt)
-                ready, _ = ray.wait(list(in_flight), num_returns=1)
-                for ref in ready:
-                    job, attempt = in_flight.pop(ref)
-                    result = _result(ray, ref, job, attempt, spec, attempts, pending)
-                    if result is None:
-                        continue
-                    record, steps = result
-                    writer.submit(config.resolved_run_id(), record, steps)
-                    played += 1
-                    errors += record.status != "ok"
-                    if on_episode:
-                        on_episode(record)
-                    if played >= MIN_EPISODES_FOR_ERROR_RATE and \
-                            errors > config.max_error_rate * played:
-                        raise RunAborted(f"stopped: {errors} of {played} episodes failed (more "
-                                         f"than max_error_rate={config.max_error_rate}); "
-                                         f"finished episodes are stored in {store.path}")
+            objects = {p.id: ray.put(p) for p in orchestrator.plan.policies} if shipped else {}
+            _drive(ray, orchestrator, spec, specs, attempts, objects)
         finally:
-            for ref in in_flight:
-                ray.cancel(ref, force=not actors)  # an actor call cannot be force-cancelled
-            for actor in actors:  # free the env workers' reservations now
-                ray.kill(actor)
-    if played and errors > config.max_error_rate * played:
-        raise RunAborted(f"stopped: {errors} of {played} episodes failed (more than "
-                         f"max_error_rate={config.max_error_rate}); finished episodes are "
-                         f"stored in {store.path}")
-    return played, errors
+            attempts.flush(store)
+            if started_here:
+                ray.shutdown()
+    log.info("run %s on %s: %d episodes, %d retried attempts", orchestrator.run_id,
+             spec.describe(), orchestrator.played, attempts.retries)
+    return orchestrator.summary()
+
+
+def _drive(ray, orchestrator: Orchestrator, spec: ExecutorSpec, specs: dict[str, str],
+           attempts: _Attempts, objects: dict[str, Any]) -> None:
+    """Keep a window of tasks in flight; hand each result back as it arrives; retry lost
+    ones (on another node: a node that died is never sent more work)."""
+    config = orchestrator.config
+    submit, actors = _submitter(ray, spec, {s.id: s for s in orchestrator.plan.suites})
+    window = max(config.concurrency, 2 * int(ray.cluster_resources().get("CPU", 1)))
+    in_flight: dict[Any, tuple[EpisodeJob, int]] = {}
+    retry: deque[tuple[EpisodeJob, int]] = deque()
+    try:
+        while True:
+            room = window - len(in_flight)
+            batch = [retry.popleft() for _ in range(min(room, len(retry)))]
+            if len(batch) < room:
+                batch += [(job, 0) for job in orchestrator.take(room - len(batch))]
+            for job, attempt in batch:
+                task = _task(job, specs[job.policy.id], config)
+                in_flight[submit(task, objects.get(task.policy))] = (job, attempt)
+            if not in_flight:
+                if not orchestrator.waiting:
+                    return
+                time.sleep(POLL_S)  # a concurrent invocation holds what is left
+                continue
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in ready:
+                job, attempt = in_flight.pop(ref)
+                result = _result(ray, ref, job, attempt, spec, attempts, retry)
+                if result is not None:
+                    orchestrator.record(*result)
+    finally:
+        for ref in in_flight:
+            ray.cancel(ref, force=not actors)  # an actor call cannot be force-cancelled
+        for actor in actors:  # free the env workers' reservations now
+            ray.kill(actor)
 
 
 def _submitter(ray, spec: ExecutorSpec, suites: dict[str, Suite]
@@ -331,7 +217,7 @@ def _check_room(ray, spec: ExecutorSpec, suites: list[Suite]) -> None:
 
 
 def _result(ray, ref, job: EpisodeJob, attempt: int, spec: ExecutorSpec,
-            attempts: _Attempts, pending: deque
+            attempts: _Attempts, retry: deque
             ) -> tuple[EpisodeRecord, list[StepRecord]] | None:
     """The finished task's record, or None when it was lost and goes round again."""
     try:
@@ -343,7 +229,7 @@ def _result(ray, ref, job: EpisodeJob, attempt: int, spec: ExecutorSpec,
         attempts.add(job.key, attempt, "lost", "", reason)
         if attempt < spec.max_retries:
             attempts.retries += 1
-            pending.appendleft((job, attempt + 1))
+            retry.append((job, attempt + 1))
             log.warning("episode %s lost with its worker (%s); retry %d of %d", job.key,
                         reason, attempt + 1, spec.max_retries)
             return None

@@ -37,9 +37,19 @@ def make_policy(spec: str) -> Policy:
     return _BACKENDS[name][0](spec, argument)
 
 
-from harness.policies.specs import register_model_backends  # noqa: E402 - after the registry
+from harness.policies.backends import MODEL_BACKENDS, make_model_policy  # noqa: E402
+import harness.policies.terminal_scaffold  # noqa: E402,F401 - registers the terminal@1 scaffold
+
+
+
+def register_model_backends() -> None:
+    """Register the ``openai``, ``hf``, ``vllm`` and ``checkpoint`` policy backends (done at
+    import; call again after a test replaced them)."""
+    for name, description in MODEL_BACKENDS.items():
+        register_policy(name, lambda spec, argument: make_model_policy(spec), description)
+
 
 register_model_backends()
 
 __all__ = ["Decision", "EpisodeContext", "Policy", "make_policy", "policy_names",
-           "register_policy"]
+           "register_model_backends", "register_policy"]

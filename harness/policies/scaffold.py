@@ -450,4 +450,3 @@ register_scaffold("react", 1, lambda s: TaggedScaffold(
 register_scaffold("bare", 1, lambda s: BareScaffold(
     s.history, s.max_action_chars, version=s.version, chat_template=s.chat_template),
     "instructions, observation turns, the reply is the action (the trainer's format)")
-import harness.policies.terminal_scaffold  # noqa: E402,F401 - registers terminal@1

@@ -27,8 +27,7 @@ from urllib.parse import parse_qsl
 
 from harness.core import ConfigError, UnknownNameError
 
-__all__ = ["ModelOptions", "ModelSpec", "parse_model_spec", "BACKEND_OPTIONS",
-           "register_model_backends", "make_model_policy"]
+__all__ = ["ModelOptions", "ModelSpec", "parse_model_spec", "BACKEND_OPTIONS"]
 
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 
@@ -234,37 +233,3 @@ def parse_model_spec(spec: str) -> ModelSpec:
         raise ConfigError(f"policy spec {spec!r} needs {what} after '{backend}:'")
     options, given = _options(backend, query)
     return ModelSpec(spec, backend, target, url, options, given)
-
-
-def make_model_policy(spec: str) -> Any:
-    """Build the policy of a model spec (heavy packages are imported here, lazily)."""
-    parsed = parse_model_spec(spec)
-    if parsed.backend == "openai":
-        from harness.policies.openai_backend import make_openai_policy
-
-        return make_openai_policy(parsed)
-    if parsed.backend == "hf":
-        from harness.policies.hf import make_hf_policy
-
-        return make_hf_policy(parsed)
-    if parsed.backend == "checkpoint":
-        from harness.policies.checkpoint import make_checkpoint_policy
-
-        return make_checkpoint_policy(parsed)
-    from harness.policies.vllm_backend import make_vllm_policy
-
-    return make_vllm_policy(parsed)
-
-
-def register_model_backends() -> None:
-    """Register the ``openai``, ``hf``, ``vllm`` and ``checkpoint`` policy backends."""
-    from harness.policies import register_policy
-
-    descriptions = {
-        "openai": "an OpenAI-compatible server (openai:MODEL@URL?options)",
-        "hf": "a local transformers model (hf:PATH?options)",
-        "vllm": "vLLM's offline engine on a GPU (vllm:PATH?options; gpu extra)",
-        "checkpoint": "a checkpoint of the bundled trainer (checkpoint:PATH?options)",
-    }
-    for name, description in descriptions.items():
-        register_policy(name, lambda spec, argument: make_model_policy(spec), description)

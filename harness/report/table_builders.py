@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.audit.auditor import AuditResult
+from harness.audit.result import AuditResult
 from harness.audit.ceilings import ALL, GENERATED_NOTE, generated_records
 from harness.core import HarnessError, make_rng
 from harness.report.ranking import cheap_collections

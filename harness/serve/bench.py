@@ -162,7 +162,7 @@ async def _harness_run(client: str, port: int, server_pid: int, concurrency: int
                        steps: int, n_tasks: int, db: str) -> tuple[ClientRun, Any, float]:
     """One `harness.runner` run through the ``openai`` policy with ``client=CLIENT``; returns
     the run's figures, its summary and the policy's bare-loop rate (official client only)."""
-    from harness.policies.specs import make_model_policy
+    from harness.policies.backends import make_model_policy
 
     spec = (f"openai:echo@http://127.0.0.1:{port}/v1?concurrency={concurrency}"
             f"&max_tokens=16&timeout=30&client={client}")

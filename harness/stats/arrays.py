@@ -175,30 +175,37 @@ def outcome_tensor(df: pd.DataFrame, *, metric: str = "success",
         if len(seeds[policy]) == 1 and n_seeds > 1:
             values[p, 1:] = values[p, :1]
 
-    hole = np.isnan(values)
-    dropped: tuple[tuple[str, str], ...] = ()
-    if hole.any():
-        bad_tasks = hole.any(axis=(0, 1, 3))
-        if missing == "raise":
-            p, s, t, e = (int(i[0]) for i in np.nonzero(hole))
-            raise HarnessError(
-                f"{int(hole.sum())} of {hole.size} (policy, train seed, task, eval seed) "
-                f"cells have no episode, e.g. policy {policy_order[p]!r} seed "
-                f"{seeds[policy_order[p]][min(s, len(seeds[policy_order[p]]) - 1)]} task "
-                f"{tasks[t]} eval seed {eval_seeds[e]}; finish the runs, or pass "
-                "missing='drop_tasks'")
-        dropped = tuple(t for t, b in zip(tasks, bad_tasks) if b)
-        if bad_tasks.all():
-            raise HarnessError("no task is complete for every policy, training seed and "
-                               "eval seed; nothing left after missing='drop_tasks'")
-        log.warning("dropping %d of %d tasks with missing cells", len(dropped), len(tasks))
-        values = values[:, :, ~bad_tasks]
-        tasks = [t for t, b in zip(tasks, bad_tasks) if not b]
-
+    values, tasks, dropped = _handle_missing(values, tasks, missing, policy_order, seeds,
+                                             eval_seeds)
     labels = TensorLabels(
         policies=tuple(policy_order),
         train_seeds=tuple(seeds[p] for p in policy_order),
         tasks=tuple(tasks), eval_seeds=tuple(eval_seeds), metric=metric,
         n_train_seeds=tuple(len(seeds[p]) for p in policy_order), dropped_tasks=dropped)
     return values, labels
+
+
+def _handle_missing(values: np.ndarray, tasks: list, missing: str, policy_order: list[str],
+                    seeds: dict, eval_seeds: list[int]
+                    ) -> tuple[np.ndarray, list, tuple[tuple[str, str], ...]]:
+    """`outcome_tensor`'s missing cells: a `HarnessError` (``missing="raise"``) or the tasks
+    with a hole dropped (``"drop_tasks"``); returns the values, tasks and dropped tasks."""
+    hole = np.isnan(values)
+    if not hole.any():
+        return values, tasks, ()
+    bad_tasks = hole.any(axis=(0, 1, 3))
+    if missing == "raise":
+        p, s, t, e = (int(i[0]) for i in np.nonzero(hole))
+        raise HarnessError(
+            f"{int(hole.sum())} of {hole.size} (policy, train seed, task, eval seed) "
+            f"cells have no episode, e.g. policy {policy_order[p]!r} seed "
+            f"{seeds[policy_order[p]][min(s, len(seeds[policy_order[p]]) - 1)]} task "
+            f"{tasks[t]} eval seed {eval_seeds[e]}; finish the runs, or pass "
+            "missing='drop_tasks'")
+    dropped = tuple(t for t, b in zip(tasks, bad_tasks) if b)
+    if bad_tasks.all():
+        raise HarnessError("no task is complete for every policy, training seed and "
+                           "eval seed; nothing left after missing='drop_tasks'")
+    log.warning("dropping %d of %d tasks with missing cells", len(dropped), len(tasks))
+    return values[:, :, ~bad_tasks], [t for t, b in zip(tasks, bad_tasks) if not b], dropped
 

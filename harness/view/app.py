@@ -72,74 +72,71 @@ def _required(request: Request, *names: str) -> list[str]:
     return [request.query_params[n] for n in names]
 
 
-def create_app(db: str | os.PathLike, *, page_size: int = PAGE_SIZE,
-               leaderboard_wait_s: float = LEADERBOARD_WAIT_S,
-               compute: Callable[[Path, str, str], Board] = compute_board) -> Starlette:
-    """The viewer over the results database `db` (which must exist); `page_size` episodes
-    per page of the episode list. Leaderboards are computed by `compute` in a background
-    thread (`harness.view.boards`), the default one from the app's start; a page waits
-    `leaderboard_wait_s` for its leaderboard before answering with a placeholder."""
-    path = Path(db)
-    Store(path, readonly=True).close()  # fail now, with the store's one-line error
-    boards = Leaderboards(path, compute=compute)
+class _Views:
+    """The viewer's pages over one results database, each opened read-only per request."""
+
+    def __init__(self, path: Path, boards: Leaderboards, page_size: int,
+                 leaderboard_wait_s: float):
+        self.path, self.boards = path, boards
+        self.page_size, self.leaderboard_wait_s = page_size, leaderboard_wait_s
 
     @contextmanager
-    def store() -> Iterator[Store]:
-        with Store(path, readonly=True) as opened:
+    def store(self) -> Iterator[Store]:
+        with Store(self.path, readonly=True) as opened:
             yield opened
 
-    def runs(request: Request) -> HTMLResponse:
-        with store() as s:
+    def runs(self, request: Request) -> HTMLResponse:
+        with self.store() as s:
             return _page("Runs", pages.runs_page(list_runs(s)))
 
-    def leaderboard(request: Request) -> HTMLResponse:
+    def leaderboard(self, request: Request) -> HTMLResponse:
         run, suite, task_type = (request.query_params.get(n, "")
                                  for n in ("run", "suite", "task_type"))
-        with store() as s:
+        with self.store() as s:
             choices = filter_choices(s, run)
             stamp = fingerprint(s)
             tasks = task_outcomes(s, run, suite, task_type) if suite and task_type else None
-        board = boards.get(run, suite, stamp, leaderboard_wait_s)
+        board = self.boards.get(run, suite, stamp, self.leaderboard_wait_s)
         status = url("/leaderboard/status", run=run, suite=suite)
         return _page("Leaderboard", pages.leaderboard_page(board, choices, run, suite,
                                                            task_type, tasks, status))
 
-    def leaderboard_status(request: Request) -> JSONResponse:
+    def leaderboard_status(self, request: Request) -> JSONResponse:
         run, suite = (request.query_params.get(n, "") for n in ("run", "suite"))
-        with store() as s:
+        with self.store() as s:
             stamp = fingerprint(s)
-        found = boards.future(run, suite, stamp)
+        found = self.boards.future(run, suite, stamp)
         state = ("computing" if not found.done() else
                  "failed" if found.exception() is not None else "ready")
         return JSONResponse({"state": state}, headers={"Cache-Control": "no-store"})
 
-    def audits(request: Request) -> HTMLResponse:
+    def audits(self, request: Request) -> HTMLResponse:
         from harness.view.audits import audits_page, stored_audits
 
-        with store() as s:
+        with self.store() as s:
             found, unreadable = stored_audits(s)
         return _page("Audits", audits_page(found, unreadable))
 
-    def episodes(request: Request) -> HTMLResponse:
+    def episodes(self, request: Request) -> HTMLResponse:
         selected = EpisodeFilter.from_query(request.query_params)
-        with store() as s:
-            page = list_episodes(s, selected, page_size=page_size)
+        with self.store() as s:
+            page = list_episodes(s, selected, page_size=self.page_size)
             choices = filter_choices(s, selected.run)
         return _page("Episodes", pages.episodes_page(page, choices))
 
-    def episode(request: Request) -> HTMLResponse:
+    def episode(self, request: Request) -> HTMLResponse:
         run, policy, suite, task = _required(request, "run", "policy", "suite", "task")
         key = EpisodeKey(policy, suite, task, _int(request, "seed"), _int(request, "sample"))
-        with store() as s:
+        with self.store() as s:
             found = load_episode(s, run, key)
         if found is None:
             raise HTTPException(404, f"no episode {tuple(key)} in run {run!r}")
         return _page(f"Episode {task}", pages.episode_page(run, found))
 
-    def compare(request: Request) -> HTMLResponse:
+    def compare(self, request: Request) -> HTMLResponse:
         params = request.query_params
         run, a, b, suite = (params.get(n, "") for n in ("run", "a", "b", "suite"))
-        with store() as s:
+        with self.store() as s:
             choices = filter_choices(s, run)
             body = pages.compare_form(choices, run, a, b, suite)
             if not (run and a and b):
@@ -158,28 +155,44 @@ def create_app(db: str | os.PathLike, *, page_size: int = PAGE_SIZE,
             body += pages.paired_table(run, paired_outcomes(s, run, a, b, suite=suite), suite)
         return _page(f"Compare {a} and {b}", body)
 
-    async def http_error(request: Request, exc: HTTPException) -> HTMLResponse:
-        return _page(f"{exc.status_code}", f'<p id="error">{esc(exc.detail)}</p>',
-                     status=exc.status_code)
 
-    async def harness_error(request: Request, exc: HarnessError) -> HTMLResponse:
-        return _page("Cannot show this page", f'<p id="error">{esc(exc)}</p>', status=503)
+
+async def _http_error(request: Request, exc: HTTPException) -> HTMLResponse:
+    return _page(f"{exc.status_code}", f'<p id="error">{esc(exc.detail)}</p>',
+                 status=exc.status_code)
+
+
+async def _harness_error(request: Request, exc: HarnessError) -> HTMLResponse:
+    return _page("Cannot show this page", f'<p id="error">{esc(exc)}</p>', status=503)
+
+
+def create_app(db: str | os.PathLike, *, page_size: int = PAGE_SIZE,
+               leaderboard_wait_s: float = LEADERBOARD_WAIT_S,
+               compute: Callable[[Path, str, str], Board] = compute_board) -> Starlette:
+    """The viewer over the results database `db` (which must exist); `page_size` episodes
+    per page of the episode list. Leaderboards are computed by `compute` in a background
+    thread (`harness.view.boards`), the default one from the app's start; a page waits
+    `leaderboard_wait_s` for its leaderboard before answering with a placeholder."""
+    path = Path(db)
+    Store(path, readonly=True).close()  # fail now, with the store's one-line error
+    boards = Leaderboards(path, compute=compute)
+    views = _Views(path, boards, page_size, leaderboard_wait_s)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        with store() as s:
+        with views.store() as s:
             boards.future("", "", fingerprint(s))  # the page the navigation opens
         try:
             yield
         finally:
             boards.close()
 
-    routes = [Route("/", runs), Route("/leaderboard", leaderboard),
-              Route("/leaderboard/status", leaderboard_status), Route("/audits", audits),
-              Route("/episodes", episodes), Route("/episode", episode),
-              Route("/compare", compare)]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error,
-                                                       HarnessError: harness_error},
+    routes = [Route("/", views.runs), Route("/leaderboard", views.leaderboard),
+              Route("/leaderboard/status", views.leaderboard_status),
+              Route("/audits", views.audits), Route("/episodes", views.episodes),
+              Route("/episode", views.episode), Route("/compare", views.compare)]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error,
+                                                       HarnessError: _harness_error},
                     lifespan=lifespan)
     app.state.leaderboards = boards
     return app

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.audit.auditor import AuditResult
+from harness.audit.result import AuditResult
 from harness.audit.ceilings import ALL
 from harness.audit.records import latest_audits, result_from_dict
 from harness.audit.tables import load_audit_rows

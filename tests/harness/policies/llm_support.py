@@ -35,7 +35,7 @@ a ReAct ``Action: MOVE`` line is learnt in a few dozen steps, <action> tags take
 IMPRINT_OPTIONS = "format=react&history=0"
 
 BOOT = ("import sys, harness.cli as cli\n"
-        "from harness.policies.specs import register_model_backends\n"
+        "from harness.policies import register_model_backends\n"
         "register_model_backends()\n"
         "cli.COMMAND_MODULES = tuple(dict.fromkeys(cli.COMMAND_MODULES + ('harness.serve',)))\n"
         "sys.exit(cli.main(sys.argv[1:]))\n")

@@ -12,7 +12,7 @@ from harness.policies.base import EpisodeContext
 from harness.policies.checkpoint import resolve_checkpoint, write_checkpoint_metadata
 from harness.policies.hf import ContextOverflowError, HFBackend
 from harness.policies.model import Sampling
-from harness.policies.specs import make_model_policy
+from harness.policies.backends import make_model_policy
 from tasks import get_suite
 from tests.harness.policies.llm_support import IMPRINT_OPTIONS, direct_logprobs
 

@@ -15,7 +15,7 @@ from harness.policies import openai_backend
 from harness.policies.model import Sampling
 from harness.policies.openai_backend import (ModelRequestError, backoff_delay,
                                              retry_after_seconds)
-from harness.policies.specs import make_model_policy
+from harness.policies.backends import make_model_policy
 from harness.serve.app import ServeSettings, create_app
 from harness.serve.engines import EchoEngine, LocalEngine
 from tests.harness.policies.llm_support import (direct_logprobs, free_port, get_json,

@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from harness.core import ConfigError, HarnessError, MissingDependencyError, UnknownNameError
 from harness.policies import make_policy, policy_names
-from harness.policies.specs import (BACKEND_OPTIONS, ModelOptions, make_model_policy,
-                                    parse_model_spec, register_model_backends)
+from harness.policies import register_model_backends
+from harness.policies.backends import make_model_policy
+from harness.policies.specs import BACKEND_OPTIONS, ModelOptions, parse_model_spec
 
 
 def test_openai_spec_with_url_and_options():

@@ -63,7 +63,8 @@ def test_served_and_in_process_greedy_runs_take_the_same_actions(imprinted_path,
 def test_faulty_server_run_stores_every_episode_once_and_counts_retries(tmp_path, monkeypatch):
     import harness.cli as cli
     import harness.policies as policies
-    from harness.policies.specs import make_model_policy, register_model_backends
+    from harness.policies import register_model_backends
+    from harness.policies.backends import make_model_policy
 
     register_model_backends()
     built, per_episode = [], {}

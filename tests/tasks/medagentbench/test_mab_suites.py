@@ -133,7 +133,7 @@ def test_silent_finish_ceiling_is_what_the_charts_imply_and_at_most_10_percent_o
 
 @pytest.mark.slow
 def test_an_openai_policy_against_harness_serve(tmp_path):
-    from harness.policies.specs import register_model_backends
+    from harness.policies import register_model_backends
 
     register_model_backends()
     port = free_port()
