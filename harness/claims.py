@@ -13,7 +13,7 @@ claim belongs to another owner is:
 
 A key stored ``ok`` since this owner started (by anyone) is dropped before it is claimed.
 An owner that ends (normally, by an error or a signal) marks itself ended and deletes its
-claims, so a rerun replays what failed, as a rerun always has.
+claims and those of owners gone, so a rerun replays what failed, as a rerun always has.
 
 Every attempt that did not end ``ok`` gets a row of ``run_attempts`` (status, error, wall
 time, owner, time), so a rerun that replaces an episode's record keeps its history; an
@@ -129,8 +129,10 @@ class Claims:
             self._flush_attempts()
             self._db.execute("UPDATE run_owners SET ended_at=? WHERE run_id=? AND owner=?",
                              (time.time(), self.run_id, self.owner))
-            self._db.execute("DELETE FROM run_claims WHERE run_id=? AND owner=?",
-                             (self.run_id, self.owner))
+            self._db.execute(  # its own, and those of owners gone (a SIGKILLed run's)
+                "DELETE FROM run_claims WHERE run_id=? AND owner IN (SELECT owner FROM "
+                "run_owners WHERE run_id=? AND (ended_at IS NOT NULL OR heartbeat_at<?))",
+                (self.run_id, self.run_id, time.time() - self.lease_s))
         try:
             in_transaction(self._db, end)
         except sqlite3.Error as error:  # the run's result stands; its lease lapses on its own

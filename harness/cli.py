@@ -134,8 +134,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         # every finished episode is committed and the store closed: end now, skipping the
         # interpreter's teardown (seconds on a loaded machine), as a signalled process does
         os._exit(128 + exc.signal_number)
+    others = f", {summary.by_others} played by a concurrent run" if summary.by_others else ""
     print(f"run {summary.run_id}: played {summary.played} episodes ({summary.errors} errors), "
-          f"skipped {summary.skipped} already stored, in {summary.wall_s:.1f}s -> {summary.db}")
+          f"skipped {summary.skipped} already stored{others}, in {summary.wall_s:.1f}s -> "
+          f"{summary.db}")
     return 0
 
 

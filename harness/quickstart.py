@@ -12,6 +12,14 @@ QUICKSTART_SUITES = ("frozenlake@1", "frozenlake-slippery@1", "sokoban@1", "mine
 QUICKSTART_POLICIES = ("oracle", "random", "noop")
 QUICKSTART_REPORT = Path("reports") / "quickstart"
 QUICKSTART_AUDIT_TASKS = 20
+NEXT_STEPS = (
+    ("τ-bench retail and airline (a tool-calling agent and a simulated user; TAUBENCH_USER="
+     "scripted, the default, or openai:MODEL@URL)",
+     "harness run --policy oracle,random --suite taubench-retail --tasks 20 --db {db}"),
+    ("AgentBench DB-Bench (SQL on a MariaDB server the suite starts; needs mariadb-server)",
+     "harness run --policy oracle,random --suite dbbench --tasks 20 --db {db}"),
+)
+"""The quickstart's "next steps": (what, example command), ``{db}`` the quickstart's store."""
 
 
 def quickstart_config(db: str = "results/harness.db", n_tasks: int = 40) -> RunConfig:
@@ -41,4 +49,10 @@ def finish_quickstart(summary: Any, db: str, *, out: str | Path = QUICKSTART_REP
                  f"LaTeX, figures/ in PDF and PNG, index.html leaderboard page); regenerate "
                  f"with `{command}`")
     lines.append(f"browse runs, episodes and comparisons: harness view --db {db}")
-    return lines
+    return lines + next_steps(db)
+
+
+def next_steps(db: str) -> list[str]:
+    """The "next steps" lines: the suites beyond the embedded ones, one command each."""
+    return ["next steps:", *(f"  {what}: {command.format(db=db)}"
+                             for what, command in NEXT_STEPS)]

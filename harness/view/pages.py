@@ -7,7 +7,7 @@ import json
 import time
 from collections.abc import Sequence
 
-from harness.records import StepRecord
+from harness.records import StepRecord, TurnRecord
 from harness.view.boards import Board
 from harness.view.html import esc, link, number, select, table, text_block, url
 from harness.view.queries import (FLAGS, EpisodeDetail, EpisodePage, EpisodeRow,
@@ -31,6 +31,17 @@ def episode_url(run_id: str, row: EpisodeRow | EpisodeDetail) -> str:
 
 
 # -- runs -----------------------------------------------------------------------------------
+def _progress(run: RunSummary) -> str:
+    """Episodes stored, against the planned total where the run's config gives one (a live
+    run's progress: the page shows what the store has committed when it is loaded)."""
+    stored = f"{run.n_episodes} stored"
+    if run.planned:
+        stored = (f'<progress value="{min(run.n_episodes, run.planned)}" '
+                  f'max="{run.planned}"></progress> {run.n_episodes} of at most '
+                  f"{run.planned} planned")
+    return f'<span class="progress">{stored}</span> ({run.successes} successes)'
+
+
 def runs_page(runs: Sequence[RunSummary]) -> str:
     if not runs:
         return "<p>No runs stored yet: start one with <code>harness run</code>.</p>"
@@ -55,7 +66,7 @@ def runs_page(runs: Sequence[RunSummary]) -> str:
             esc(what) + text_block(json.dumps(config, indent=1, sort_keys=True), fold=True,
                                    label="config"),
             provenance, esc(_when(run.created_at)),
-            f"{run.n_episodes} stored ({run.successes} successes)<br>{statuses}<br>"
+            f"{_progress(run)}<br>{statuses}<br>"
             f"last episode {esc(_when(run.last_finished_at))}",
             kinds])
     return table(["run", "config", "provenance", "started", "episodes", "errors by kind"],
@@ -180,6 +191,39 @@ def _step(step: StepRecord) -> str:
     return "".join(parts)
 
 
+def _message(message: object) -> str:
+    if not isinstance(message, dict):
+        return text_block(json.dumps(message, default=str))
+    content = message.get("content", "")
+    if not isinstance(content, str):  # a list of content parts
+        content = json.dumps(content, indent=1, default=str)
+    return (f'<div class="label">{esc(message.get("role", "?"))}</div>'
+            + text_block(content))
+
+
+def _turn(n: int, turn: TurnRecord) -> str:
+    """One model turn: the messages sent (folded as a whole, each long one folded again),
+    then the raw reply, with its token counts and latency."""
+    unparsed = " · <span class=\"fail\">no action read from the reply</span>" \
+        if not turn.parsed else ""
+    messages = "".join(_message(m) for m in turn.messages)
+    return (f'<section class="turn" id="turn-{n}"><h3>turn {n} · '
+            f'{link(f"#step-{int(turn.t)}", f"step {int(turn.t)}")} · {int(turn.prompt_tokens)} '
+            f"prompt tokens, {int(turn.completion_tokens)} completion tokens · "
+            f"{float(turn.latency_s):.3f} s{unparsed}</h3>"
+            f'<details class="fold prompt"><summary>prompt: {len(turn.messages)} messages'
+            f"</summary>{messages}</details>"
+            f'<div class="label">reply</div><div class="reply">{text_block(turn.raw_output)}'
+            "</div></section>")
+
+
+def _turns(turns: Sequence[TurnRecord]) -> str:
+    if not turns:
+        return '<h2>model turns</h2><p id="no-turns">No model turns stored.</p>'
+    return (f'<h2>model turns</h2><div id="turns">'
+            + "".join(_turn(n, turn) for n, turn in enumerate(turns)) + "</div>")
+
+
 def episode_page(run_id: str, episode: EpisodeDetail) -> str:
     r = episode.row
     facts = [("run", link(url("/episodes", run=run_id), run_id)),
@@ -209,6 +253,7 @@ def episode_page(run_id: str, episode: EpisodeDetail) -> str:
     body += [_step(step) for step in episode.steps] or ["<p>No steps stored.</p>"]
     body.append('<h2>final observation</h2><div id="final">'
                 + text_block(episode.final_observation) + "</div>")
+    body.append(_turns(episode.turns))
     return "".join(body)
 
 

@@ -15,14 +15,14 @@ from urllib.parse import urlencode
 
 import orjson
 
-from harness.records import EpisodeKey, StepRecord
+from harness.records import EpisodeKey, StepRecord, TurnRecord
 from harness.store import Store
 
 PAGE_SIZE = 50
 """Episodes per page of the episode list."""
 
 FLAGS = {"invalid": "e.n_invalid > 0", "truncated": "e.truncated = 1",
-         "errored": "e.status != 'ok'"}
+         "errored": "e.status != 'ok'", "timeout": "e.status = 'timeout'"}
 """Episode flags the list filters by, as SQL conditions."""
 
 _LIST_COLUMNS = ("run_id", "policy_id", "suite", "task_id", "eval_seed", "sample", "task_type",
@@ -186,10 +186,32 @@ class RunSummary:
     last_finished_at: float | None
     error_kinds: dict[str, int]
     """Errored or timed-out episodes per kind (the exception's class name, or ``timeout``)."""
+    planned: int | None = None
+    """At most this many episodes make the run (`planned_episodes`); None when its config
+    does not say."""
 
     @property
     def n_episodes(self) -> int:
         return sum(self.statuses.values())
+
+
+def planned_episodes(config: Mapping[str, Any]) -> int | None:
+    """The episodes a run's stored config asks for: policies x suites x ``n_tasks`` x eval
+    seeds x samples, or with ``task_ids`` policies x ids x eval seeds x samples (exact with one
+    suite). An upper bound: a suite with fewer tasks of the chosen types plays them all. None
+    when the config plays every task of its suites (no ``n_tasks``), names several suites
+    beside ``task_ids``, or lacks a field (a run not begun by the runner)."""
+    try:
+        policies, suites = len(config["policies"]), len(config["suites"])
+        seeds, samples = len(config["eval_seeds"]), int(config["samples"])
+        task_ids, n_tasks = config.get("task_ids") or (), config["n_tasks"]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if task_ids:
+        per_policy = len(task_ids) if suites == 1 else None
+    else:
+        per_policy = None if n_tasks is None else suites * int(n_tasks)
+    return None if per_policy is None else policies * per_policy * seeds * samples
 
 
 def error_kind(status: str, error: str | None) -> str:
@@ -205,7 +227,8 @@ def error_kind(status: str, error: str | None) -> str:
 
 
 def list_runs(store: Store) -> list[RunSummary]:
-    """Every run, oldest first, with its episode counts and error kinds."""
+    """Every run, oldest first, with its episode counts, error kinds (most frequent first,
+    then by name) and planned total."""
     counts: dict[str, dict[str, int]] = {}
     successes: dict[str, int] = {}
     last: dict[str, float] = {}
@@ -223,10 +246,13 @@ def list_runs(store: Store) -> list[RunSummary]:
     for run_id, config, code_version, packages, host, created_at in store.query(
             "SELECT run_id, config, code_version, packages, host, created_at FROM runs "
             "ORDER BY created_at"):
-        runs.append(RunSummary(run_id, created_at, json.loads(config), code_version, host,
+        config = json.loads(config)
+        runs.append(RunSummary(run_id, created_at, config, code_version, host,
                                json.loads(packages or "{}"), counts.get(run_id, {}),
                                successes.get(run_id, 0), last.get(run_id),
-                               dict(kinds.get(run_id, Counter()).most_common())))
+                               dict(sorted(kinds.get(run_id, Counter()).items(),
+                                           key=lambda kind: (-kind[1], kind[0]))),
+                               planned_episodes(config)))
     return runs
 
 
@@ -246,10 +272,14 @@ class EpisodeDetail:
     steps: tuple[StepRecord, ...]
     others: tuple[str, ...]
     """Other policies of the run that played the same task, eval seed and sample."""
+    turns: tuple[TurnRecord, ...] = ()
+    """The model turns (`Store.load_turns`): empty for scripted policies and for runs that
+    stored none (older runs, ``store_turns = false``)."""
 
 
 def load_episode(store: Store, run_id: str, key: EpisodeKey) -> EpisodeDetail | None:
-    """The episode `key` of `run_id`, or None when there is none."""
+    """The episode `key` of `run_id` with its steps and model turns, or None when there is
+    none."""
     found = store.query(
         f"SELECT {', '.join(_LIST_COLUMNS)}, train_seed, prompt_tokens, completion_tokens, "
         "retries, model_latency_s, error, final_observation, policy_provenance FROM episodes "
@@ -269,7 +299,7 @@ def load_episode(store: Store, run_id: str, key: EpisodeKey) -> EpisodeDetail | 
         _row(values[:n]), values[n], *values[n + 1:n + 5], values[n + 5],
         values[n + 6] or "", json.loads(values[n + 7] or "{}"),
         tuple(StepRecord(*s) for s in orjson.loads(steps[0][0])) if steps else (),
-        tuple(r[0] for r in others))
+        tuple(r[0] for r in others), tuple(store.load_turns(run_id, key)))
 
 
 def first_divergence(a: Sequence[StepRecord], b: Sequence[StepRecord]) -> int | None:

@@ -2,8 +2,11 @@
 
 Task ids are ``test-<i>`` (``standard.jsonl``, 300) and ``dev-<i>`` (``dev.jsonl``, 60); the
 task type is upstream's (INSERT, UPDATE, counting, comparison, ranking, aggregation-*,
-other). The server starts on the first episode (`server`), is restarted if it died, and is
-stopped by `close` or at interpreter exit.
+other). Making the suite checks the prerequisites (the server binary, the MySQL client), so
+a machine without them gets one `DBBenchServerError` (or `MissingDependencyError`) line before
+any episode plays and `harness list` marks the suite unavailable. The server starts on the
+first episode (`server`), is restarted if it died, and is stopped by `close` or at
+interpreter exit.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import threading
 from tasks.base import Comparability, SuiteBase, TaskSpec
 from tasks.dbbench.data import DBTask, data_dir, load_tasks
 from tasks.dbbench.env import MAX_ROUNDS, DBBenchEnv, commit_action
-from tasks.dbbench.server import MariaDBServer
+from tasks.dbbench.server import MariaDBServer, connector, find_binaries
 
 __all__ = ["DBBenchSuite", "COMPARABILITY", "INSTRUCTIONS"]
 
@@ -52,6 +55,8 @@ class DBBenchSuite(SuiteBase):
     published_splits = ("dev", "test")  # standard.jsonl is the test set; no train set
 
     def __init__(self, *, data: str | os.PathLike | None = None):
+        find_binaries()  # the prerequisites, before any episode (module docstring)
+        connector()
         self._tasks = {t.id: t for t in load_tasks(str(data_dir(data)))}
         self._server: MariaDBServer | None = None
         self._lock = threading.Lock()

@@ -1,10 +1,11 @@
 """The leaderboard page in a real browser: Debian's chromium driven by Playwright (no
 browser download: the system binary, headless, no sandbox, background networking off)."""
 
+import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 from harness.report.build import ReportOptions, build_report
 
@@ -12,6 +13,8 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run",
         "--disable-dev-shm-usage"]
+WAIT_MS = 30_000
+"""How long a state may take to appear on a busy machine (a bound, not a pause)."""
 
 
 @pytest.fixture
@@ -27,7 +30,19 @@ def _column(page, index):
         f"rows => rows.map(r => r.cells[{index}].getAttribute('data-sort'))")
 
 
+def _sorted_by(page, header, index, *, reverse):
+    """Click `header` and wait until column `index` of the shown rows is sorted that way."""
+    page.locator("#leaderboard thead th", has_text=header).click()
+    expect(page.locator("#leaderboard thead th", has_text=header)).to_have_attribute(
+        "aria-sort", "descending" if reverse else "ascending", timeout=WAIT_MS)
+    values = [float(v) for v in _column(page, index)]
+    assert values == sorted(values, reverse=reverse)
+    return values
+
+
 def test_page_in_chromium(page_file, tmp_path):
+    """Every check waits for the state it asserts (Playwright's `expect`), never for time: a
+    busy machine answers a click late, not wrongly."""
     assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install -y chromium"
     html = page_file.read_text()
     assert "http://" not in html and "https://" not in html  # nothing to fetch
@@ -36,45 +51,46 @@ def test_page_in_chromium(page_file, tmp_path):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(WAIT_MS)
             page.on("request", lambda request: requests.append(request.url))
             errors = []
             page.on("pageerror", lambda error: errors.append(str(error)))
             page.goto(page_file.as_uri())
-            rows = page.locator("#leaderboard tbody tr")
+            shown = page.locator("#leaderboard tbody tr:not([hidden])")
+            count = page.locator("#row-count")
             # 9 test rows (alpha: 5 policies, beta: 4) + 2 train rows (beta: strong, weak)
-            assert rows.count() == 11
-            assert page.locator("#row-count").inner_text() == "11 rows"
+            expect(page.locator("#leaderboard tbody tr")).to_have_count(11, timeout=WAIT_MS)
+            expect(count).to_have_text("11 rows", timeout=WAIT_MS)
 
             page.select_option("#split-filter", "train")
-            assert page.locator("#row-count").inner_text() == "2 rows"
+            expect(count).to_have_text("2 rows", timeout=WAIT_MS)
+            expect(shown).to_have_count(2, timeout=WAIT_MS)
             page.select_option("#split-filter", "*")
             page.select_option("#suite-filter", "alpha@1")
-            assert page.locator("#row-count").inner_text() == "5 rows"
+            expect(count).to_have_text("5 rows", timeout=WAIT_MS)
+            expect(shown).to_have_count(5, timeout=WAIT_MS)
             assert set(_column(page, 1)) == {"alpha@1"}
 
-            success = page.locator("#leaderboard thead th", has_text="Success")
-            success.click()  # numbers sort high to low first
-            values = [float(v) for v in _column(page, 3)]
-            assert values == sorted(values, reverse=True) and values[0] == 1.0
-            assert success.get_attribute("aria-sort") == "descending"
-            success.click()
-            values = [float(v) for v in _column(page, 3)]
-            assert values == sorted(values) and values[0] == 0.0
-            page.locator("#leaderboard thead th", has_text="Policy").click()
+            # numbers sort high to low first, then low to high
+            assert _sorted_by(page, "Success", 3, reverse=True)[0] == 1.0
+            assert _sorted_by(page, "Success", 3, reverse=False)[0] == 0.0
+            policy = page.locator("#leaderboard thead th", has_text="Policy")
+            policy.click()
+            expect(policy).to_have_attribute("aria-sort", "ascending", timeout=WAIT_MS)
             assert _column(page, 0) == sorted(_column(page, 0))
 
-            page.locator("#leaderboard tbody tr:not([hidden]) a", has_text="close").first.click()
-            assert page.locator("#policy-close").is_visible()
-            link = page.locator("#policy-close ul.trajectories a").first
-            link.click()
+            shown.locator("a", has_text="close").first.click()
+            expect(page.locator("#policy-close")).to_be_visible(timeout=WAIT_MS)
+            page.locator("#policy-close ul.trajectories a").first.click()
             opened = page.locator("details.trajectory[open]")
-            assert opened.count() == 1
-            assert "<b>" in opened.locator("pre").first.inner_text()  # escaped, shown as text
-            assert page.locator("#audits").inner_text().startswith("Audit summary")
+            expect(opened).to_have_count(1, timeout=WAIT_MS)
+            expect(opened.locator("pre").first).to_contain_text("<b>", timeout=WAIT_MS)
+            expect(page.locator("#audits")).to_have_text(re.compile(r"^\s*Audit summary"),
+                                                         timeout=WAIT_MS)
 
             shot = tmp_path / "page.png"
-            page.locator("#leaderboard thead th", has_text="Success").click()
             page.goto(page_file.as_uri())
+            expect(count).to_have_text("11 rows", timeout=WAIT_MS)
             page.screenshot(path=str(shot), full_page=True)
             assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
             assert not errors, errors

@@ -48,7 +48,10 @@ def test_runs_page_lists_each_run_with_counts_and_error_kinds(client, view_db):
     assert set(by_run) == {view_db.run_id, HOSTILE_RUN}
     frame = load_episodes(view_db.path, run_id=view_db.run_id)
     stored = by_run[view_db.run_id][4]
-    assert f"{len(frame)} stored ({int(frame.success.sum())} successes)" in stored
+    planned = 3 * 2 * 4 * 2  # policies x suites x n_tasks x eval seeds, all played
+    assert f"{len(frame)} of at most {planned} planned ({int(frame.success.sum())} " \
+        "successes)" in stored and len(frame) == planned
+    assert "1 stored (1 successes)" in by_run[HOSTILE_RUN][4]  # its config plans nothing
     assert f"error: {int((frame.status == 'error').sum())}" in stored
     assert by_run[view_db.run_id][5] == "ValueError: 4"  # the flaky policy's exception
     assert by_run[HOSTILE_RUN][5] == "none"

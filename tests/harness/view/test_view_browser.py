@@ -1,9 +1,11 @@
 """The viewer in a real browser: Debian's chromium driven by Playwright, the server on a free
 127.0.0.1 port in a thread. Every check waits for the state it asserts (Playwright's
-`expect`), never for time."""
+`expect`), never for time. Screenshots are test artifacts: saved in the folder
+``HARNESS_TEST_ARTIFACTS`` names (a CI job uploads it), else in the test's temporary folder."""
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from pathlib import Path
@@ -22,14 +24,39 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-dev-shm-usage"]
 WAIT_MS = 30_000
 """How long a state may take to appear on a busy machine (a bound, not a pause)."""
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def artifacts(tmp_path) -> Path:
+    """The folder screenshots go to: ``$HARNESS_TEST_ARTIFACTS`` (created), else `tmp_path`."""
+    folder = Path(os.environ.get("HARNESS_TEST_ARTIFACTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _fresh(folder: Path, *names: str) -> None:
+    """Remove an earlier run's screenshots `names`, so the check after the test sees this
+    run's."""
+    for name in names:
+        (folder / name).unlink(missing_ok=True)
+
+
+def _assert_screenshots(folder: Path, *names: str) -> None:
+    for name in names:
+        shot = folder / name
+        assert shot.is_file(), f"no screenshot {shot}"
+        data = shot.read_bytes()
+        assert data[:8] == PNG and len(data) > 10_000, (shot, len(data))
 
 
 @pytest.mark.slow
-def test_click_through_runs_episode_compare_in_chromium(view_db, tmp_path):
+def test_click_through_runs_episode_compare_in_chromium(view_db, artifacts):
     assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install -y chromium"
     frame = load_episodes(view_db.path, run_id=view_db.run_id)
     failures = frame[~frame.success].sort_values(["policy", "suite", "task_id", "eval_seed"])
     dialogs, errors, requests = [], [], []
+    _fresh(artifacts, "view-compare.png", "view-hostile.png", "view-drill-down.png")
     with start_in_thread(view_db.path) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
@@ -60,6 +87,8 @@ def test_click_through_runs_episode_compare_in_chromium(view_db, tmp_path):
             expect(page.locator("#facts")).to_contain_text(first.policy, timeout=WAIT_MS)
             if first.status == "error":
                 expect(page.locator("#error")).to_contain_text("ValueError", timeout=WAIT_MS)
+            expect(page.locator("#no-turns")).to_have_text("No model turns stored.",
+                                                           timeout=WAIT_MS)  # scripted
 
             page.locator("a.compare-link", has_text="oracle").click()  # -> compare
             expect(page.locator("#side-by-side thead")).to_contain_text("oracle",
@@ -68,7 +97,7 @@ def test_click_through_runs_episode_compare_in_chromium(view_db, tmp_path):
             expect(page.locator("#divergence")).to_contain_text("first divergence at step",
                                                                 timeout=WAIT_MS)
             expect(page.locator("#side-by-side tr.diverge")).to_have_count(1, timeout=WAIT_MS)
-            page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
+            page.screenshot(path=str(artifacts / "view-compare.png"), full_page=True)
 
             page.goto(f"{base}episodes")  # search text
             page.fill("#f-q", "Available actions")
@@ -94,7 +123,7 @@ def test_click_through_runs_episode_compare_in_chromium(view_db, tmp_path):
             expect(page).to_have_url(re.compile(rf"task={task}"), timeout=WAIT_MS)
             expect(page.locator("#count")).to_contain_text(
                 f"{int((tasks.task_id == task).sum())} episodes", timeout=WAIT_MS)
-            page.screenshot(path=str(tmp_path / "drill-down.png"), full_page=True)
+            page.screenshot(path=str(artifacts / "view-drill-down.png"), full_page=True)
 
             page.goto(f"{base}episode?" + urlencode(dict(
                 run=HOSTILE_RUN, policy="<svg onload=alert(3)>", suite="frozenlake@1",
@@ -107,14 +136,50 @@ def test_click_through_runs_episode_compare_in_chromium(view_db, tmp_path):
             fold = page.locator("#step-1 details.fold").first
             fold.locator("summary").click()
             expect(fold).to_have_attribute("open", "", timeout=WAIT_MS)
-            page.screenshot(path=str(tmp_path / "hostile.png"), full_page=True)
+            page.screenshot(path=str(artifacts / "view-hostile.png"), full_page=True)
         finally:
             browser.close()
     assert dialogs == [] and errors == [], (dialogs, errors)
     assert requests and all(url.startswith(base) for url in requests), requests
-    for name in ("compare.png", "hostile.png", "drill-down.png"):
-        shot = (tmp_path / name).read_bytes()
-        assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000
+    _assert_screenshots(artifacts, "view-compare.png", "view-hostile.png",
+                        "view-drill-down.png")
+
+
+@pytest.mark.slow
+def test_audits_page_links_to_the_episodes_behind_a_rate_in_chromium(audit_db, artifacts):
+    """The navigation opens the audits page; it shows the CLI's summary and the ceiling, and
+    a probe's episode count opens the list of exactly those episodes."""
+    result = audit_db.result
+    rate = result.rates.iloc[0]
+    errors = []
+    _fresh(artifacts, "view-audits.png")
+    with start_in_thread(audit_db.path) as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(WAIT_MS)
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(base)
+            page.get_by_role("link", name="Audits").click()
+            expect(page.locator("h1")).to_have_text("Audits", timeout=WAIT_MS)
+            audit = page.locator(f'section.audit[id="{result.audit_id}"]')
+            expect(audit.locator("h2")).to_have_text(f"{result.suite} ({result.split} split)",
+                                                     timeout=WAIT_MS)
+            expect(audit.locator("pre.summary")).to_contain_text(result.suite, timeout=WAIT_MS)
+            expect(audit.locator("table.ceiling tbody tr")).to_have_count(
+                len(result.ceiling), timeout=WAIT_MS)
+            expect(audit.locator("table.rates tbody tr")).to_have_count(len(result.rates),
+                                                                        timeout=WAIT_MS)
+            page.screenshot(path=str(artifacts / "view-audits.png"), full_page=True)
+            audit.locator("table.rates tbody tr").first.locator("a.audit-link").first.click()
+            expect(page).to_have_url(re.compile(r"/episodes\?"), timeout=WAIT_MS)
+            expect(page.locator("#count")).to_contain_text(f"{int(rate.n)} episodes",
+                                                           timeout=WAIT_MS)
+            expect(page.locator("#f-policy")).to_have_value(rate.policy, timeout=WAIT_MS)
+        finally:
+            browser.close()
+    assert errors == [], errors
+    _assert_screenshots(artifacts, "view-audits.png")
 
 
 @pytest.mark.slow

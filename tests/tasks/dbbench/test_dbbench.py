@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from tasks import get_suite
 from tasks.base import check_env
-from tasks.dbbench.data import DBBenchDataError, load_tasks
+from tasks.dbbench.bench import dbbench_report
+from tasks.dbbench.data import DBBenchDataError, data_dir, load_tasks
 from tasks.dbbench.env import commit_action, execute_action
 from tasks.dbbench.grading import clean_answer, compare_results, hash_value, init_sql
 from tasks.dbbench.server import DBBenchServerError, MariaDBServer, find_binaries
@@ -21,6 +25,7 @@ try:
 except DBBenchServerError as exc:
     MISSING = str(exc)
 needs_server = pytest.mark.skipif(bool(MISSING), reason=f"needs mariadb-server: {MISSING}")
+REPO = Path(__file__).resolve().parents[3]
 KNOWN_GOLD_MISMATCH = {"test-225"}
 """Its stored answer_md5 is neither the unchanged table's hash nor the hash after its gold
 UPDATE on MariaDB (the UPDATE matches one row); reported for a check against mysql:8."""
@@ -68,6 +73,24 @@ def test_missing_server_binary_is_one_line(monkeypatch):
     monkeypatch.setenv("DBBENCH_MARIADBD", "/nonexistent/mariadbd")
     with pytest.raises(DBBenchServerError, match="install the Debian package mariadb-server"):
         MariaDBServer().start()
+    with pytest.raises(DBBenchServerError, match="mariadb-server"):
+        DBBenchSuite()  # checked when the suite is made, before any episode
+
+
+def test_missing_server_binary_through_the_command_is_one_line_exit_2(tmp_path):
+    """``harness run`` without the server binary: one line naming the package, exit 2, no
+    traceback and no episode stored as an error."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1",
+           "DBBENCH_MARIADBD": str(tmp_path / "no-such-mariadbd")}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--policy", "random", "--suite", "dbbench",
+         "--tasks", "1", "--db", str(tmp_path / "runs.db")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr and len(lines) == 1, done.stderr
+    assert lines[0].startswith("harness run: error: MariaDB server not found"), lines
+    assert "apt-get install mariadb-server" in lines[0] and "episodes failed" not in lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +111,12 @@ def _play(suite, task_id, actions=None):
     return result
 
 
+def test_task_files_hold_300_test_and_60_dev_tasks():
+    splits = [task.split for task in load_tasks(str(data_dir()))]
+    assert (splits.count("test"), splits.count("dev")) == (300, 60)
+
+
+@needs_server
 def test_registered():
     assert len(get_suite("dbbench@1").tasks("test")) == 300
     assert len(get_suite("dbbench@1").tasks("dev")) == 60
@@ -118,6 +147,23 @@ def test_sql_results_and_errors_as_upstream_shows_them(suite):
     invalid = env.step("not json")
     assert invalid.info["invalid"] and not invalid.terminated
     env.close()
+
+
+@needs_server
+def test_bench_prints_start_time_and_round_trip_beside_baselines():
+    lines = dbbench_report(types.SimpleNamespace(dbbench_queries=20))
+    assert lines[0].startswith("dbbench (MariaDB on a private Unix socket)")
+    assert "medians of 20 'SELECT 1'" in lines[0]
+    start = lines[1].split()
+    assert lines[1].startswith("  server start") and "'mariadbd --version'" in lines[1]
+    seconds, spawn, ratio = float(start[5]), float(start[9]), float(start[-1])
+    assert 0 < spawn < seconds < 60 and ratio == pytest.approx(seconds / spawn, rel=0.1)
+    env_ms = float(lines[2].split(":")[1].split()[0])
+    assert lines[2].startswith("  round trip, env path (run_sql)") and 0 < env_ms < 100
+    for line, label in zip(lines[3:], ("ratio env/bare", "ratio env/connect",
+                                       "ratio env/sqlite")):
+        assert label in line and float(line.split()[-1]) > 0, line
+    assert float(lines[5].split()[-1]) > 1  # a server round trip costs more than sqlite3
 
 
 @needs_server

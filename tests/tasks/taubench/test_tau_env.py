@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -72,6 +73,35 @@ def test_scripted_user_is_deterministic_per_seed(retail):
     assert first == second
     openings = {play(retail, "retail-test-5", seed=s)[1][0] for s in range(6)}
     assert len(openings) > 1  # phrasing varies with the seed
+
+
+def _trajectory(suite, task_id: str, seed: int) -> list[tuple]:
+    """Every step of the gold agent's episode: action, observation, reward, end flags, info."""
+    env = suite.make_env(task_id)
+    observation, info = env.reset(seed=seed)
+    steps = [("reset", observation, json.dumps(info, sort_keys=True, default=repr))]
+    for _ in range(env.max_steps):
+        action = env.oracle_action()
+        result = env.step(action)
+        steps.append((action, result.observation, result.reward, result.terminated,
+                       result.truncated, json.dumps(result.info, sort_keys=True, default=repr)))
+        if result.terminated or result.truncated:
+            break
+    return steps
+
+
+@pytest.mark.parametrize("suite_class", [TauRetailSuite, TauAirlineSuite],
+                         ids=["retail", "airline"])
+def test_scripted_user_plays_every_test_task_identically_twice(suite_class):
+    """Two suites, each playing every test task with the gold agent and the scripted user:
+    the two trajectories of each task are equal, step by step."""
+    first, second = suite_class(user="scripted"), suite_class(user="scripted")
+    tasks = [spec.id for spec in first.tasks("test")]
+    assert len(tasks) == {TauRetailSuite: 115, TauAirlineSuite: 50}[suite_class]
+    for index, task_id in enumerate(tasks):
+        one = _trajectory(first, task_id, seed=index)
+        two = _trajectory(second, task_id, seed=index)
+        assert len(one) > 2 and one == two, task_id
 
 
 def test_scripted_user_rules_by_hand(retail):
