@@ -63,6 +63,7 @@ register_commands("tasks.swebench.cli")  # harness swebench validate / crosschec
 register_bench("medagentbench", "tasks.medagentbench.cli:medagentbench_report")
 register_bench("webshop", "tasks.webshop.bench:webshop_report")
 register_bench("sandbox", "tasks.terminal.bench:sandbox_report")
+register_bench("dbbench", "tasks.dbbench.bench:dbbench_report")
 register_bench("swebench", "tasks.swebench.bench:swebench_report")
 register_bench_part("env", "alfworld", "tasks.alfworld.bench:alfworld_bench")
 register_bench_part("env", "webshop", "tasks.webshop.bench:webshop_env_bench")

@@ -52,7 +52,8 @@ def runs_page(runs: Sequence[RunSummary]) -> str:
             ", ".join(str(x) for x in config.get("suites", []))
         statuses = ", ".join(f"{esc(s)}: {n}" for s, n in sorted(run.statuses.items())) or "—"
         kinds = "<br>".join(
-            link(url("/episodes", run=run.run_id, flag="errored"), f"{kind}: {n}")
+            link(url("/episodes", run=run.run_id,
+                     flag="timeout" if kind == "timeout" else "errored"), f"{kind}: {n}")
             for kind, n in run.error_kinds.items()) or "none"
         provenance = (f"code {esc(run.code_version or '?')}<br>host {esc(run.host or '?')}"
                       + text_block(json.dumps(run.packages, indent=1, sort_keys=True),

@@ -135,6 +135,7 @@ def test_runs_page_shows_progress_statuses_and_errors_by_kind(client):
     assert "error: 1, ok: 2, timeout: 1" in row[4]
     assert row[5] == "ValueError: 1 timeout: 1"
     assert '<progress value="4" max="12"></progress>' in page
+    assert f'href="/episodes?run={RUN}&amp;flag=timeout">timeout: 1</a>' in page
 
 
 @pytest.mark.parametrize("config, planned", [
