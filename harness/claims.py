@@ -225,13 +225,8 @@ class Claims:
 def load_attempts(store: Store, run_id: str | None = None) -> pd.DataFrame:
     """Every logged attempt that did not end ``ok`` (columns of ``run_attempts``), oldest
     first: the history a rerun's replacement leaves behind."""
-    db = store.tables(CLAIM_TABLES)
-    if db is None:
-        return pd.DataFrame()
-    sql, params = "SELECT * FROM run_attempts", []
-    if run_id is not None:
-        sql, params = sql + " WHERE run_id=?", [run_id]
-    return pd.read_sql_query(sql + " ORDER BY finished_at", db, params=params)
+    return store.table_frame(CLAIM_TABLES, "run_attempts", run_id=run_id,
+                             order_by="finished_at")
 
 
 def owners(store: Store, run_id: str) -> Iterable[tuple]:

@@ -436,6 +436,19 @@ class Store:
         return self._db.execute(sql, params).fetchall()
 
     @reported
+    def table_frame(self, tables: TableSet, table: str, *, run_id: str | None = None,
+                    order_by: str) -> pd.DataFrame:
+        """Every row of `table` (one of `tables`), of `run_id` when given, ordered by the
+        column `order_by`; an empty frame when the set was never created."""
+        db = self.tables(tables)
+        if db is None:
+            return pd.DataFrame()
+        sql, params = f"SELECT * FROM {table}", []
+        if run_id is not None:
+            sql, params = sql + " WHERE run_id=?", [run_id]
+        return pd.read_sql_query(f"{sql} ORDER BY {order_by}", db, params=params)
+
+    @reported
     def count_steps(self, run_id: str) -> int:
         """Total steps stored for `run_id`."""
         return self._db.execute("SELECT COALESCE(SUM(n_steps), 0) FROM trajectories WHERE "

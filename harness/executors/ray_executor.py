@@ -38,7 +38,8 @@ import pandas as pd
 from harness.config import RunConfig
 from harness.core import HarnessError
 from harness.episodes import failed_record
-from harness.executors.ray_cluster import connect, import_ray
+from harness.executors.ray_cluster import (HEALTH_TIMEOUT_S, RayNodeDied, check_cluster,
+                                           connect, import_ray, lost_node)
 from harness.executors.ray_envs import episode_workers, suite_resources
 from harness.executors.remote_episode import EpisodeTask, play_episode
 from harness.executors.spec import ExecutorSpec
@@ -89,13 +90,8 @@ class _Attempts:
 
 def load_attempts(store: Store, run_id: str | None = None) -> pd.DataFrame:
     """Logged attempts (columns of ``executor_attempts``), in the order they finished."""
-    db = store.tables(EXECUTOR_TABLES)
-    if db is None:
-        return pd.DataFrame()
-    sql, params = "SELECT * FROM executor_attempts", []
-    if run_id is not None:
-        sql, params = sql + " WHERE run_id=?", [run_id]
-    return pd.read_sql_query(sql + " ORDER BY recorded_at", db, params=params)
+    return store.table_frame(EXECUTOR_TABLES, "executor_attempts", run_id=run_id,
+                             order_by="recorded_at")
 
 
 def _task(job: EpisodeJob, policy_spec: str, config: RunConfig) -> EpisodeTask:
@@ -160,12 +156,19 @@ def _drive(ray, orchestrator: Orchestrator, spec: ExecutorSpec, specs: dict[str,
                     return
                 time.sleep(POLL_S)  # a concurrent invocation holds what is left
                 continue
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=HEALTH_TIMEOUT_S)
+            if not ready:  # a long episode, or a cluster gone with its control service
+                check_cluster(ray)
             for ref in ready:
                 job, attempt = in_flight.pop(ref)
                 result = _result(ray, ref, job, attempt, spec, attempts, retry)
                 if result is not None:
                     orchestrator.record(*result)
+    except RayNodeDied as exc:
+        raise RayNodeDied(
+            f"{exc}: stopped after {orchestrator.played} episodes; every played one is stored "
+            f"once in {orchestrator.store.path} under run {orchestrator.run_id}; rerun the same "
+            "command to resume") from None
     finally:
         for ref in in_flight:
             ray.cancel(ref, force=not actors)  # an actor call cannot be force-cancelled
@@ -225,6 +228,9 @@ def _result(ray, ref, job: EpisodeJob, attempt: int, spec: ExecutorSpec,
     except ray.exceptions.RayTaskError:
         raise  # play_episode itself failed: a harness bug, not a lost worker
     except ray.exceptions.RayError as exc:
+        died = lost_node(exc)
+        if died is not None:  # retried only where a node is left (never on the dead one)
+            check_cluster(ray, died=died)
         reason = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}"
         attempts.add(job.key, attempt, "lost", "", reason)
         if attempt < spec.max_retries:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -178,3 +179,64 @@ def test_worker_node_killed_mid_run(cluster, tmp_path):
     assert set(map(tuple, retried[key].values)) == set(map(tuple, lost[key].values))
     assert (retried["node"] == head_node).all()  # retries ran on the surviving head
     assert runs == [(f"ray:{address}", 3)]
+
+
+def _kill_ray_node_of(pid: int) -> list[str]:
+    """SIGKILL every process of the Ray instance that process `pid` started (its GCS,
+    raylet, agents and workers), leaving its episode writer alone; the names killed."""
+    import psutil
+
+    killed = []
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            command = " ".join(child.cmdline())
+            if "ray" in command and "writer_process" not in command:
+                child.kill()
+                killed.append(child.name())
+        except psutil.Error:
+            continue
+    return killed
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_local_node_dying_stops_the_run_with_one_line_naming_it(tmp_path):
+    """`harness run --executor ray` in its own process (Ray's driver shares fate with its
+    raylet, so never this test's process), its local node killed from outside mid-run."""
+    import signal
+    import sqlite3
+    import subprocess
+
+    db = tmp_path / "died.db"
+    command = [sys.executable, "-m", "harness.cli", "run", "--policy", "oracle", "--suite",
+               "sokoban", "--tasks", "40", "--eval-seeds", "40", "--executor", "ray",
+               "--db", str(db)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    run = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def stored() -> list[tuple]:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as con:
+                return con.execute("SELECT policy_id, suite, task_id, eval_seed, sample "
+                                   "FROM episodes").fetchall()
+        except sqlite3.Error:
+            return []
+
+    try:
+        deadline = time.monotonic() + 300
+        while len(stored()) < 40:
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+            time.sleep(0.05)
+        killed = _kill_ray_node_of(run.pid)
+        out, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert "raylet" in killed and "gcs_server" in killed, killed
+    lines = [line for line in err.splitlines() if line.strip() and "harness run" in line]
+    assert run.returncode == 2 and len(lines) == 1, (run.returncode, err[-3000:])
+    assert "died" in lines[0] and "rerun the same command" in lines[0], lines
+    played = int(re.search(r"stopped after (\d+) episodes", lines[0]).group(1))
+    keys = stored()
+    assert len(keys) == len(set(keys)) == played < 1600  # played ones stored, each once
