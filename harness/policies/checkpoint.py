@@ -8,7 +8,7 @@ the highest ``step``. The policy carries ``train_seed`` and the metadata as prov
 leaderboards separate training seeds.
 
 The checkpoint is evaluated with the scaffold it was trained with (``scaffold`` in
-``checkpoint.json``, a `ScaffoldSpec`; ``bare@1`` for the bundled trainer) and, unless the
+``checkpoint.json``, a `ScaffoldSpec`; ``bare@2`` for the bundled trainer) and, unless the
 spec sets ``max_tokens``, the trainer's completion budget (``decoding.max_new_tokens``).
 An explicit ``scaffold=``, ``format=``, ``history=`` or ``max_action_chars=`` that changes
 the stored scaffold is applied with a warning, logged and kept in the policy's provenance

@@ -5,9 +5,15 @@ versioned formats named ``NAME@VERSION`` (`make_scaffold("think@1", history=4)`)
 
 - ``think@1``: ``<think>...</think><action>...</action>`` (verl-agent's format);
 - ``react@1``: ``Thought: ...`` then ``Action: ...``;
-- ``bare@1``: the chat layout the bundled trainer uses: system = the suite's instructions,
+- ``bare@2``: the chat layout the bundled trainer uses: system = the suite's instructions,
   earlier (observation, action) turns as user/assistant messages, user = the observation;
-  the reply is the action itself.
+  the reply is the action itself. ``bare@1`` is the same but for a defect kept for stored
+  runs: with a history window `h` and `n` earlier steps, ``n < h < 2n``, it showed only the
+  last ``h - n`` turns instead of all `n`.
+
+`Scaffold.renders_turns` says whether earlier turns are chat messages of their own (``bare``):
+only then can a whole-episode context (the trainer's ``context = "episode"``) grow by the
+model's own tokens and give the prompt `harness run` renders.
 
 A `ScaffoldSpec` (name, version, history window, action length limit, chat template id) is
 stored with every run, every episode and every trainer checkpoint, so a checkpoint is
@@ -285,6 +291,8 @@ class Scaffold(Protocol):
     """Episode context -> chat messages; model output -> action."""
 
     spec: ScaffoldSpec
+    renders_turns: bool
+    """Earlier (observation, action) turns are user/assistant messages of their own."""
 
     def messages(self, context: EpisodeContext, *, budget: int | None = None,
                  count_tokens: TokenCounter | None = None) -> Messages:
@@ -334,6 +342,8 @@ def _trim_observation(observation: str) -> str:
 class TaggedScaffold:
     """``think`` and ``react``: rules and format in the system message, a history window,
     the observation and the admissible actions in one user message."""
+
+    renders_turns = False
 
     def __init__(self, output_format: str = "think", history: int = 4,
                  max_action_chars: int = 200, *, version: int = 1,
@@ -400,7 +410,10 @@ class BareScaffold:
     """``bare``: system = the suite's instructions (omitted when empty), the last `history`
     (observation, action) turns as user/assistant messages, user = the observation; the reply
     is the action (its first non-empty line; the whole reply for multi-line suites). The
-    bundled trainer's prompts, so a trained checkpoint is evaluated as it was trained."""
+    bundled trainer's prompts, so a trained checkpoint is evaluated as it was trained.
+    Version 1 keeps its window defect (module docstring) for the runs it stored."""
+
+    renders_turns = True
 
     def __init__(self, history: int = 0, max_action_chars: int = 200, *, version: int = 1,
                  chat_template: str = "model"):
@@ -423,7 +436,12 @@ class BareScaffold:
         return out
 
     def window(self, history: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-        return tuple(history[len(history) - self.history:]) if self.history else ()
+        if not self.history:
+            return ()
+        start = len(history) - self.history
+        if self.spec.version >= 2:
+            start = max(0, start)
+        return tuple(history[start:])
 
     def messages(self, context: EpisodeContext, *, budget: int | None = None,
                  count_tokens: TokenCounter | None = None) -> Messages:
@@ -448,5 +466,8 @@ register_scaffold("react", 1, lambda s: TaggedScaffold(
     "react", s.history, s.max_action_chars, version=s.version, chat_template=s.chat_template),
     "Thought: ... then Action: ... lines")
 register_scaffold("bare", 1, lambda s: BareScaffold(
+    s.history, s.max_action_chars, version=s.version, chat_template=s.chat_template),
+    "bare@2 with a history-window defect, kept for the runs it stored")
+register_scaffold("bare", 2, lambda s: BareScaffold(
     s.history, s.max_action_chars, version=s.version, chat_template=s.chat_template),
     "instructions, observation turns, the reply is the action (the trainer's format)")

@@ -193,6 +193,8 @@ def truncate_output(text: str, limit: int) -> str:
 class TerminalScaffold:
     """``terminal@1`` (module docstring)."""
 
+    renders_turns = False
+
     def __init__(self, history: int = 4, max_action_chars: int = MULTILINE_MAX_CHARS, *,
                  version: int = 1, chat_template: str = "model"):
         if history < 0 or max_action_chars < 1:

@@ -1,6 +1,6 @@
 """What the model sees, as token ids.
 
-Messages come from the trainer's scaffold (``bare@1`` of `harness.policies.scaffold`: the
+Messages come from the trainer's scaffold (``bare@2`` of `harness.policies.scaffold`: the
 system message holds the suite's instructions, each observation is a user message, each
 action an assistant message; the same parser reads replies in training and in `harness run`);
 the model's chat template (shipped inside every checkpoint, so an evaluation renders prompts

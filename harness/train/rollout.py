@@ -3,7 +3,7 @@
 Each *group* is G episodes of one task from the same env seed (what GRPO and GiGPO compare).
 All live episodes advance together: one batched generation per round, then one env step each.
 Episodes stand on the episode core (`harness.episodes`) as the runner's do: the same
-`EpisodeContext`, the scaffold's prompt (`harness.policies.scaffold`, ``bare@1`` for the
+`EpisodeContext`, the scaffold's prompt (`harness.policies.scaffold`, ``bare@2`` for the
 trainer) and parser, the same tally, and each ends as one `EpisodeRecord`.
 Two context modes:
 
@@ -298,6 +298,10 @@ def collect(suite: Suite, tasks: Sequence[TaskSpec], seeds: Sequence[int], *, gr
     transitions, per-step advantage inputs and the finished episodes (leaves) as records
     keyed ``(policy_id, suite, task, eval_seed, sample)``.
     """
+    if spec.context == "episode" and not scaffold.renders_turns:
+        raise HarnessError(f"context 'episode' needs a scaffold that renders each turn as a "
+                           f"message of its own (bare); {scaffold.spec.id} renders earlier "
+                           "turns inside one message, so use context 'step'")
     builder = _Builder(suite, tokenization, scaffold, spec, update, policy_version, policy_id,
                        eval_seed)
     episodes = _start(builder, tasks, seeds, group_size)

@@ -43,7 +43,7 @@ EPISODE_HISTORY = 10_000
 
 
 def trainer_history(config: TrainConfig) -> int:
-    """History window of the trainer's ``bare@1`` scaffold: ``rollout.history`` step-wise,
+    """History window of the trainer's ``bare@2`` scaffold: ``rollout.history`` step-wise,
     the whole episode with ``context = "episode"`` (so `harness run` shows every turn)."""
     r = config.rollout
     return r.history if r.context == "step" else EPISODE_HISTORY
@@ -68,7 +68,7 @@ class Trainer:
         self.seed_dir = root / f"seed-{self.train_seed}"
         self.suite = get_suite(config.suite)
         self.scaffold: BareScaffold = make_scaffold(  # type: ignore[assignment]
-            "bare@1", history=trainer_history(config), chat_template=config.model.chat_template)
+            "bare@2", history=trainer_history(config), chat_template=config.model.chat_template)
         self.step = 0
         self.init_path: Path | None = None
         self.loaded: LoadedModel | None = None

@@ -268,3 +268,15 @@ def test_bare_scaffold_renders_the_trainers_chat_layout():
                              {"role": "assistant", "content": "Down"}]
     assert make_scaffold("bare@1").parse("\n  Left \nRight") == ParsedAction("Left")
     assert make_scaffold("bare@1").parse("   ").env_action == INVALID_ACTION
+
+
+def test_bare_2_shows_every_earlier_turn_within_its_window_and_bare_1_keeps_its_defect():
+    history = [("obs-0", "Left"), ("obs-1", "Down"), ("obs-2", "Right")]
+    shown = {version: [m["content"] for m in make_scaffold(f"bare@{version}", history=4)
+                       .messages(_context(history=history)) if m["role"] == "assistant"]
+             for version in (1, 2)}
+    assert shown[2] == ["Left", "Down", "Right"]  # 3 earlier steps, a window of 4: all 3
+    assert shown[1] == ["Right"]  # the stored runs' defect: 4 - 3 = 1 turn
+    window = make_scaffold("bare@2", history=2).messages(_context(history=history))
+    assert [m["content"] for m in window if m["role"] == "assistant"] == ["Down", "Right"]
+    assert make_scaffold("bare@2").renders_turns and not make_scaffold("think@1").renders_turns

@@ -3,7 +3,7 @@
 A tiny model is trained for 300 SFT steps (the README's SFT recipe, shortened), the trainer
 evaluates the checkpoint on held-out maps, and ``harness run --policy checkpoint:PATH`` plays
 the same tasks and seeds: same success, steps and invalid turns on every (task, eval seed)
-key, the scaffold read back from ``checkpoint.json`` (``bare@1``), and no invalid turn.
+key, the scaffold read back from ``checkpoint.json`` (``bare@2``), and no invalid turn.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_trainer_evaluation_equals_harness_run_on_the_checkpoint(tmp_path, capsy
     (summary,) = run_training(config, [0])
     checkpoint = tmp_path / "out" / "sft" / "seed-0" / "sft"
     meta = json.loads((checkpoint / "checkpoint.json").read_text())
-    assert meta["scaffold"]["id"] == "bare@1"
+    assert meta["scaffold"]["id"] == "bare@2"
     assert meta["decoding"]["max_new_tokens"] == config.rollout.max_new_tokens
 
     trainer = load_episodes(config.db, run_id=run_id_of(config, 0),
@@ -56,9 +56,9 @@ def test_trainer_evaluation_equals_harness_run_on_the_checkpoint(tmp_path, capsy
     assert 0 < runner.success.mean()  # the checkpoint plays, not a degenerate zero
     with Store(db) as store:  # the scaffold is stored with the run and with each episode
         config_json = store.run_config(runner.run_id.iloc[0])
-    assert config_json["scaffolds"][spec]["id"] == "bare@1"
+    assert config_json["scaffolds"][spec]["id"] == "bare@2"
     with sqlite3.connect(db) as connection:
         rows = connection.execute("SELECT policy_provenance FROM episodes").fetchall()
     for (text,) in rows:
         stored = json.loads(text)
-        assert stored["scaffold"]["id"] == "bare@1" and "scaffold_warning" not in stored
+        assert stored["scaffold"]["id"] == "bare@2" and "scaffold_warning" not in stored

@@ -4,7 +4,7 @@ by the statistics layer's paired test on held-out maps.
 
 One slow test (CI runs it), seeds pinned, sized for 2 CPU cores: a ~1.1M-parameter Qwen2
 (hidden 128, 4 layers, 8 heads) from random init, byte-level vocabulary (token id = byte
-value), the ``bare@1`` scaffold with the compact chat template (the one-line instruction,
+value), the ``bare@2`` scaffold with the compact chat template (the one-line instruction,
 the grid, the actions line), loss on the action tokens only, on ``frozenlake-random@1``
 (random start and goal, 3 holes, paths of 3-8 moves). Training runs the README's example
 recipes; every evaluation is ``harness run --policy checkpoint:PATH`` (greedy, and sampled

@@ -78,7 +78,7 @@ def test_checkpoint_layout_and_metadata(tmp_path, tiny_shape):
     meta = load_checkpoint_meta(path)
     assert meta["format"] == "harness-train-checkpoint"
     assert (meta["train_seed"], meta["step"], meta["algorithm"]) == (3, 1, "grpo")
-    assert meta["scaffold"] == {"id": "bare@1", "name": "bare", "version": 1, "history": 0,
+    assert meta["scaffold"] == {"id": "bare@2", "name": "bare", "version": 2, "history": 0,
                                "max_action_chars": 200, "chat_template": "compact"}
     assert meta["train_config"]["rollout"]["group_size"] == 3
     assert "loss" in meta["metrics"]
