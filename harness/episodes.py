@@ -21,7 +21,7 @@ import numpy as np
 from harness.core import ConfigError, UnknownNameError, derive_seed, make_rng
 from harness.policies.base import Decision, EpisodeContext
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord, TurnRecord
-from tasks.base import Env, Suite, TaskSpec
+from tasks.base import Env, Suite, TaskSpec, suite_capability
 
 __all__ = ["env_seed", "policy_rng", "rng_identity", "balanced_prefix", "select_tasks",
            "select_task_ids", "episode_context",
@@ -103,7 +103,7 @@ def _unknown_task_id(suites: Sequence[Suite], split: str, task_id: str,
 
 def multiline_actions(suite: Suite) -> bool:
     """Whether `suite` takes actions that span lines (its ``multiline_actions``)."""
-    return bool(getattr(suite, "multiline_actions", False))
+    return bool(suite_capability(suite, "multiline_actions"))
 
 
 def episode_context(suite: Suite, task: TaskSpec, env: Env, observation: str,

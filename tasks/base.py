@@ -177,6 +177,73 @@ class Suite(Protocol):
     def make_env(self, task_id: str) -> Env: ...
 
 
+SUITE_CAPABILITIES: Mapping[str, Any] = {
+    "multiline_actions": False,
+    # an action may span lines (a POST and its JSON body): parsers keep the whole block
+    "default_scaffold": "",
+    # the scaffold (NAME@VERSION) a model policy whose spec names none uses on this suite
+    "published_splits": SPLITS,
+    # the splits the benchmark publishes; the others are empty, not invented
+    "resources": None,
+    # what one env worker reserves on a Ray node (`harness.executors.ray_envs.SuiteResources`
+    # or a mapping of its fields); None: one CPU
+    "exploit_policies": None,
+    # name -> policy spec of the adversarial probes the audit runs (reward hacks)
+    "step_all": None,
+    # step several of its envs at once (Ray env workers): step_all(envs, actions)
+}
+"""The optional capabilities a suite may declare, each with the value a suite that does not
+declare it has. The engine reads them only through `suite_capability`; `check_suite` checks
+their types."""
+ENV_CAPABILITIES: Mapping[str, Any] = {
+    "ends_on_invalid": False,
+    # the benchmark's own protocol ends the episode on an unparseable turn
+    "free_form_actions": False,
+    # admissible_actions lists only examples (free-text search): the oracle may act outside it
+}
+"""The optional flags an env may declare (read through `env_capability`; `check_env` checks
+them): optional methods are the protocols above (`Snapshotable`, `HasOracle`, ...) and
+`Closable`."""
+_CAPABILITY_TYPES: Mapping[str, tuple[type, ...]] = {
+    "multiline_actions": (bool,), "default_scaffold": (str,), "published_splits": (tuple,),
+    "exploit_policies": (Mapping, type(None)), "ends_on_invalid": (bool,),
+    "free_form_actions": (bool,)}
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """An env (or a suite) holding resources beyond memory: a sandbox, a server."""
+
+    def close(self) -> None: ...
+
+
+def suite_capability(suite: Any, name: str) -> Any:
+    """The suite's declared optional capability `name` (`SUITE_CAPABILITIES`), or its
+    default. Asking for an undeclared name is a `KeyError`: declare it there first."""
+    return getattr(suite, name, SUITE_CAPABILITIES[name])
+
+
+def env_capability(env: Any, name: str) -> Any:
+    """The env's declared optional flag `name` (`ENV_CAPABILITIES`), or its default."""
+    return getattr(env, name, ENV_CAPABILITIES[name])
+
+
+def check_suite(suite: Any) -> None:
+    """Raise `EnvCheckError` when `suite` is not a `Suite` or a capability it declares has
+    the wrong type (`SUITE_CAPABILITIES`), or it publishes a split outside `SPLITS`."""
+    if not isinstance(suite, Suite):
+        raise EnvCheckError(f"{type(suite).__name__} does not implement the Suite protocol")
+    problems = [f"{name} must be {' or '.join(t.__name__ for t in types)}, got "
+                f"{type(suite_capability(suite, name)).__name__}"
+                for name, types in _CAPABILITY_TYPES.items() if name in SUITE_CAPABILITIES
+                and not isinstance(suite_capability(suite, name), types)]
+    unknown = set(suite_capability(suite, "published_splits")) - set(SPLITS)
+    if unknown:
+        problems.append(f"published_splits names unknown splits {sorted(unknown)}")
+    if problems:
+        raise EnvCheckError(f"{suite.id}: " + "; ".join(problems))
+
+
 class SuiteBase:
     """Shared bookkeeping for suites whose task list is known up front.
 
@@ -360,6 +427,8 @@ def check_env(env: Env, *, seed: int = 0, n_steps: int = 30) -> None:
         raise EnvCheckError(f"{type(env).__name__} does not implement the Env protocol")
     if env.max_steps <= 0:
         problems.append("max_steps must be positive")
+    problems += [f"{name} must be bool" for name in ENV_CAPABILITIES
+                 if not isinstance(env_capability(env, name), bool)]
 
     first = _rollout(env, seed, seed + 1, n_steps, problems)
     second = _rollout(env, seed, seed + 1, n_steps, problems)
@@ -378,7 +447,7 @@ def _check_invalid_and_truncation(env: Env, seed: int, problems: list[str]) -> N
     env.reset(seed=seed)
     key_before = env.state_key() if isinstance(env, HasStateKey) else None
     # a benchmark whose own protocol ends the episode on an unparseable turn declares it
-    ends_on_invalid = getattr(env, "ends_on_invalid", False) is True
+    ends_on_invalid = env_capability(env, "ends_on_invalid") is True
     for t in range(1, env.max_steps + 1):
         result = env.step(INVALID_PROBE)
         if result.info.get("invalid") is not True:
@@ -430,7 +499,7 @@ def _check_capabilities(env: Any, seed: int, problems: list[str]) -> None:
     admissible = info.get("admissible_actions")
     if isinstance(env, HasOracle):
         action = env.oracle_action()
-        free_form = getattr(env, "free_form_actions", False)
+        free_form = env_capability(env, "free_form_actions")
         if not isinstance(action, str):
             problems.append("oracle_action() must return str")
         elif admissible is not None and not free_form and action not in admissible:

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.core import HarnessError
 from harness.policies import Decision, EpisodeContext, Policy, make_policy
-from tasks.base import INVALID_PROBE, Suite
+from tasks.base import INVALID_PROBE, Suite, suite_capability
 
 __all__ = ["ConstantPolicy", "Probe", "trivial_probes", "exploit_probes", "EMPTY_ID",
            "INVALID_ID"]
@@ -61,7 +61,7 @@ def trivial_probes(suite: Suite) -> list[Probe]:
 
 def exploit_probes(suite: Suite) -> list[Probe]:
     """The adversarial policies a suite declares in ``exploit_policies`` (none if absent)."""
-    declared = getattr(suite, "exploit_policies", None) or {}
+    declared = suite_capability(suite, "exploit_policies") or {}
     if not isinstance(declared, Mapping):
         raise HarnessError(f"suite {suite.id}: exploit_policies must map names to policy "
                            f"specs, got {type(declared).__name__}")

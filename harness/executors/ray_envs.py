@@ -30,7 +30,8 @@ from harness.core import HarnessError
 from harness.executors.remote_episode import play_episode
 from harness.executors.spec import ExecutorSpec, parse_executor
 from tasks import get_suite
-from tasks.base import HasStateKey, Snapshotable, StepResult, Suite
+from tasks.base import (Closable, HasStateKey, Snapshotable, StepResult, Suite,
+                        suite_capability)
 
 __all__ = ["SuiteResources", "suite_resources", "EnvWorker", "EnvWorkerPool", "RemoteEnv",
            "RaySuite", "rollout_suite", "EpisodeWorker", "episode_workers"]
@@ -61,7 +62,7 @@ class SuiteResources:
 def suite_resources(suite: Suite) -> SuiteResources:
     """The suite's declared ``resources`` (a `SuiteResources`, or a mapping of its fields);
     one CPU, no memory reservation and no sandbox when it declares none."""
-    declared = getattr(suite, "resources", None)
+    declared = suite_capability(suite, "resources")
     if declared is None:
         return SuiteResources()
     if isinstance(declared, SuiteResources):
@@ -112,9 +113,8 @@ class EnvWorker:
     def close(self, handles: Sequence[int]) -> None:
         for handle in handles:
             env = self.envs.pop(handle, None)
-            close = getattr(env, "close", None)
-            if callable(close):
-                close()
+            if isinstance(env, Closable):
+                env.close()
 
     def node(self) -> str:
         import ray
@@ -287,9 +287,8 @@ class _OneEnvSuite:
         if self._env is not None and self._task == task_id:
             self.reused += 1
             return self._env
-        close = getattr(self._env, "close", None)
-        if callable(close):
-            close()
+        if isinstance(self._env, Closable):
+            self._env.close()
         self._env, self._task = self._suite.make_env(task_id), task_id
         self.made += 1
         return self._env

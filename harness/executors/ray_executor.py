@@ -47,7 +47,7 @@ from harness.policies import Policy
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 from harness.orchestrator import POLL_S, EpisodeJob, Orchestrator, RunSummary
 from harness.store import Store, TableSet
-from tasks.base import Suite
+from tasks.base import Suite, suite_capability
 
 __all__ = ["EXECUTOR_TABLES", "EpisodeTask", "play_episode", "run_on_ray", "load_attempts"]
 
@@ -187,7 +187,7 @@ def _submitter(ray, spec: ExecutorSpec, suites: dict[str, Suite]
     if not spec.env_workers:
         remotes = {}
         for suite in suites.values():
-            declared = getattr(suite, "resources", None)
+            declared = suite_capability(suite, "resources")
             options = suite_resources(suite).actor_options() if declared is not None else \
                 {"num_cpus": spec.num_cpus}
             remotes[suite.id] = ray.remote(play_episode).options(

@@ -18,6 +18,7 @@ from harness.core import ConfigError, HarnessError
 from harness.policies.base import Decision, EpisodeContext
 from harness.policies.scaffold import Messages, Scaffold, make_scaffold
 from harness.policies.specs import ModelOptions, parse_model_spec
+from tasks.base import suite_capability
 
 __all__ = ["Sampling", "Completion", "ChatResult", "ChatBackend", "ModelPolicy",
            "apply_suite_scaffolds"]
@@ -181,12 +182,12 @@ def apply_suite_scaffolds(policies: Sequence[Any], suites: Sequence[Any]) -> Non
     """Give every model policy whose scaffold is not pinned the scaffold its suites name
     (their ``default_scaffold``, e.g. ``terminal@1`` for terminal suites). Suites that name
     different ones cannot share such a policy in one run (ConfigError: name it in the spec)."""
-    defaults = {getattr(suite, "default_scaffold", "") for suite in suites}
+    defaults = {suite_capability(suite, "default_scaffold") for suite in suites}
     for policy in policies:
         if not isinstance(policy, ModelPolicy) or policy.scaffold_pinned:
             continue
         if len(defaults) > 1:
-            names = ", ".join(f"{s.id}: {getattr(s, 'default_scaffold', '') or 'think@1'}"
+            names = ", ".join(f"{s.id}: {suite_capability(s, 'default_scaffold') or 'think@1'}"
                               for s in suites)
             raise ConfigError(f"the suites of this run default to different scaffolds "
                               f"({names}); set scaffold=NAME@VERSION in the options of "

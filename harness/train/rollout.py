@@ -35,7 +35,7 @@ from harness.train.advantages import AdvantageInputs
 from harness.train.engine import Engine
 from harness.train.prompting import Tokenization
 from harness.train.transitions import Transition
-from tasks.base import HasStateKey, Snapshotable, Suite, TaskSpec
+from tasks.base import HasStateKey, Snapshotable, Suite, TaskSpec, suite_capability
 
 __all__ = ["RolloutSpec", "RolloutBatch", "collect"]
 
@@ -319,7 +319,7 @@ def collect(suite: Suite, tasks: Sequence[TaskSpec], seeds: Sequence[int], *, gr
                                   seed=derive_seed("rollout", seed, rounds))
         generate_s += time.perf_counter() - t0
         generated += sum(len(s.ids) for s in samples) + sum(len(p) for p in prompts)
-        step_all = getattr(suite, "step_all", None)  # Ray env workers (executors.ray_envs)
+        step_all = suite_capability(suite, "step_all")  # Ray env workers (executors.ray_envs)
         if step_all is not None:  # step every env of the round at once; _advance reads results
             step_all([e.env for e in live],
                      [_reply(builder, e, s)[1] for e, s in zip(live, samples)])

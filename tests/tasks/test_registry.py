@@ -6,7 +6,11 @@ import pytest
 
 from harness.core import UnknownNameError
 from tasks import check_env, get_suite, resolve_suite_id, suite_ids
-from tasks.base import SPLITS, EnvCheckError, StepResult, SuiteBase, TaskSpec
+import ast
+from pathlib import Path
+
+from tasks.base import (ENV_CAPABILITIES, SPLITS, SUITE_CAPABILITIES, EnvCheckError, StepResult,
+                        Suite, SuiteBase, TaskSpec, check_suite)
 
 
 MAX_CASES_PER_SUITE = 12
@@ -43,6 +47,7 @@ def test_check_env_passes_for_every_suite_split_and_task_type(suite_id, task_id)
 @pytest.mark.parametrize("suite_id", suite_ids())
 def test_suite_shape(suite_id):
     suite = get_suite(suite_id)
+    check_suite(suite)  # its declared capabilities have their types
     assert suite.id == suite_id
     assert suite.description
     assert suite.trivial_actions, "every embedded suite declares its trivial actions"
@@ -105,3 +110,49 @@ def test_suite_base_rejects_duplicate_ids():
     spec = TaskSpec("a", "test", "t")
     with pytest.raises(ValueError, match="duplicate"):
         Dupes([spec, spec])
+
+
+class _BadSuite(SuiteBase):
+    name, version, description = "bad", 1, "declares capabilities of the wrong types"
+    trivial_actions = {"x": "x"}
+    multiline_actions = "yes"
+    exploit_policies = ["not", "a", "mapping"]
+    published_splits = ("test", "holdout")
+
+    def __init__(self):
+        super().__init__([TaskSpec("t", "test", "a")])
+
+
+def test_check_suite_names_every_capability_of_the_wrong_type():
+    with pytest.raises(EnvCheckError) as raised:
+        check_suite(_BadSuite())
+    message = str(raised.value)
+    assert "multiline_actions must be bool, got str" in message
+    assert "exploit_policies must be Mapping or NoneType, got list" in message
+    assert "unknown splits ['holdout']" in message
+
+
+def test_check_env_checks_the_declared_env_flags():
+    env = get_suite("frozenlake@1").make_env(get_suite("frozenlake@1").tasks("test")[0].id)
+    env.free_form_actions = "sometimes"
+    with pytest.raises(EnvCheckError, match="free_form_actions must be bool"):
+        check_env(env)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+DECLARED = set(SUITE_CAPABILITIES) | set(ENV_CAPABILITIES) | set(Suite.__annotations__)
+
+
+def test_the_engine_reads_no_undeclared_suite_or_env_attribute():
+    """No ``getattr(suite_or_env, "name", ...)`` under harness/ names an attribute that
+    tasks/base.py does not declare (the declared ones go through suite_capability)."""
+    found = []
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "getattr"
+                    and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)):
+                continue
+            target = ast.unparse(node.args[0])
+            if ("suite" in target or "env" in target) and node.args[1].value not in DECLARED:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {ast.unparse(node)}")
+    assert found == []
