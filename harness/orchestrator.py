@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import hashlib
+import json
 import platform
 import subprocess
 import sys
@@ -36,7 +38,7 @@ from harness.policies.model import apply_suite_scaffolds
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 from harness.store import Store
 from tasks import get_suite
-from tasks.base import Suite, TaskSpec
+from tasks.base import Suite, TaskSpec, suite_capability
 
 __all__ = ["EpisodeJob", "RunSummary", "RunAborted", "RunPlan", "Orchestrator", "plan_jobs",
            "plan_run", "provenance", "MIN_EPISODES_FOR_ERROR_RATE"]
@@ -124,7 +126,16 @@ def plan_run(config: RunConfig, policies: list[Policy] | None = None) -> RunPlan
                            f"{config.split} task{types}")
     scaffolds = scaffold_specs(policies)
     identity = {**config.identity(), "scaffolds": scaffolds} if scaffolds else config.identity()
-    return RunPlan(config.resolved_run_id(), identity, suites, policies, jobs)
+    settings = {s.id: dict(suite_capability(s, "settings")) for s in suites
+                if suite_capability(s, "settings")}
+    run_id = config.resolved_run_id()
+    if settings:  # e.g. τ-bench's user simulator: another user, another run
+        identity["suite_settings"] = settings
+        if not config.run_id:
+            digest = hashlib.blake2b(json.dumps(settings, sort_keys=True).encode(),
+                                     digest_size=4).hexdigest()
+            run_id = f"{run_id}-{digest}"
+    return RunPlan(run_id, identity, suites, policies, jobs)
 
 
 def scaffold_specs(policies: list[Policy]) -> dict[str, Any]:

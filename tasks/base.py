@@ -191,6 +191,9 @@ SUITE_CAPABILITIES: Mapping[str, Any] = {
     # name -> policy spec of the adversarial probes the audit runs (reward hacks)
     "step_all": None,
     # step several of its envs at once (Ray env workers): step_all(envs, actions)
+    "settings": {},
+    # what decides its episodes beyond its id (τ-bench: the user simulator): part of the
+    # identity and the id of every run that plays the suite
 }
 """The optional capabilities a suite may declare, each with the value a suite that does not
 declare it has. The engine reads them only through `suite_capability`; `check_suite` checks
@@ -206,7 +209,7 @@ them): optional methods are the protocols above (`Snapshotable`, `HasOracle`, ..
 `Closable`."""
 _CAPABILITY_TYPES: Mapping[str, tuple[type, ...]] = {
     "multiline_actions": (bool,), "default_scaffold": (str,), "published_splits": (tuple,),
-    "exploit_policies": (Mapping, type(None)), "ends_on_invalid": (bool,),
+    "exploit_policies": (Mapping, type(None)), "settings": (Mapping,), "ends_on_invalid": (bool,),
     "free_form_actions": (bool,)}
 
 

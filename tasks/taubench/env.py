@@ -143,8 +143,12 @@ class TauEnv:
         return StepResult(observation, reward, done, truncated, {**info, **extra})
 
     def _info(self, invalid: bool, source: str) -> dict[str, Any]:
-        return {"won": False, "score": 0.0, "invalid": invalid, "source": source,
+        info = {"won": False, "score": 0.0, "invalid": invalid, "source": source,
                 "steps": self._steps, "user": str(self.user_spec)}
+        note = self.user_spec.comparability_note
+        if note:  # shown under every leaderboard of the run (tasks.base.StepResult)
+            info["comparability_note"] = note
+        return info
 
     # -- the gold agent ----------------------------------------------------------------------
     def _confirmation(self, index: int) -> str:

@@ -61,6 +61,7 @@ class TauSuite(SuiteBase):
         self.domain: Domain = load_domain(self.domain_name, str(data_dir(data)))
         self.user_spec = (parse_user_spec(user) if isinstance(user, str)
                           else user or default_user_spec())
+        self.settings = {"user": str(self.user_spec)}  # part of every run's identity
         self.max_steps = max_steps
         tools = toolbox(self.domain_name)
         self._records = {t.id: t for t in self.domain.tasks}

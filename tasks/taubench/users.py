@@ -50,6 +50,16 @@ class UserSpec:
     def __str__(self) -> str:
         return self.kind if self.kind == "scripted" else f"{self.kind}:{self.model}@{self.base_url}"
 
+    @property
+    def comparability_note(self) -> str | None:
+        """Why episodes with this user do not compare with published τ-bench scores (upstream
+        simulates the user with GPT-4o), or None when the user model is upstream's."""
+        if self.kind == "scripted":
+            return "scripted user simulator (upstream's user is GPT-4o)"
+        if self.model.lower().startswith("gpt-4o"):
+            return None
+        return f"user simulator {self.model} (upstream's user is GPT-4o)"
+
 
 def parse_user_spec(spec: str) -> UserSpec:
     """``scripted`` or ``openai:MODEL@URL``; anything else is one clear error."""
