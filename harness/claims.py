@@ -6,8 +6,9 @@ seconds. Before it plays an episode an owner *claims* its key (``run_claims``), 
 ``BEGIN IMMEDIATE`` transaction per batch, so no two owners ever hold one key. A key whose
 claim belongs to another owner is:
 
-- **taken over** when that owner is gone (ended, or its heartbeat older than ``lease_s``:
-  a SIGKILLed run's claims are played by the survivor once its lease expires);
+- **taken over** when that owner is gone: ended, its heartbeat older than ``lease_s`` (a
+  SIGKILLed run's claims are played by the survivor once its lease expires), or, on this
+  host, its process no longer exists (then at once);
 - **left alone for good** when that live owner has marked it done (it played it);
 - **waited for** otherwise (the live owner is playing it).
 
@@ -129,10 +130,11 @@ class Claims:
             self._flush_attempts()
             self._db.execute("UPDATE run_owners SET ended_at=? WHERE run_id=? AND owner=?",
                              (time.time(), self.run_id, self.owner))
-            self._db.execute(  # its own, and those of owners gone (a SIGKILLed run's)
-                "DELETE FROM run_claims WHERE run_id=? AND owner IN (SELECT owner FROM "
-                "run_owners WHERE run_id=? AND (ended_at IS NOT NULL OR heartbeat_at<?))",
-                (self.run_id, self.run_id, time.time() - self.lease_s))
+            # its own claims go, and those of owners gone (a SIGKILLed run's)
+            live = sorted(self._live_owners(time.time()))
+            keep = f" AND owner NOT IN ({','.join('?' * len(live))})" if live else ""
+            self._db.execute(f"DELETE FROM run_claims WHERE run_id=?{keep}",
+                             (self.run_id, *live))
         try:
             in_transaction(self._db, end)
         except sqlite3.Error as error:  # the run's result stands; its lease lapses on its own
@@ -161,12 +163,10 @@ class Claims:
     def _take(self, keys: Sequence[EpisodeKey], limit: int) -> Taken:
         db, now = self._db, time.time()
         others = db.execute(
-            "SELECT owner, heartbeat_at, ended_at FROM run_owners WHERE run_id=? AND owner!=? "
-            "AND (ended_at IS NULL OR ended_at>=?)",
-            (self.run_id, self.owner, self.started_at)).fetchall()
+            "SELECT 1 FROM run_owners WHERE run_id=? AND owner!=? AND (ended_at IS NULL OR "
+            "ended_at>=?) LIMIT 1", (self.run_id, self.owner, self.started_at)).fetchall()
         self._overlap = self._overlap or bool(others)
-        live = {owner for owner, beat, ended in others
-                if ended is None and beat >= now - self.lease_s}
+        live = self._live_owners(now) if self._overlap else set()
         if self._finished and self._overlap:
             db.executemany(f"UPDATE run_claims SET done=1 WHERE run_id=? AND owner=? AND "
                            f"({_KEY_NAMES})=(?,?,?,?,?)",
@@ -190,6 +190,15 @@ class Claims:
         db.execute("UPDATE run_owners SET heartbeat_at=? WHERE run_id=? AND owner=?",
                    (now, self.run_id, self.owner))
         return Taken(taken, dropped, waiting)
+
+    def _live_owners(self, now: float) -> set[str]:
+        """The other owners of the run still playing: not ended, a heartbeat within the
+        lease, and (on this host) a process that still exists."""
+        rows = self._db.execute("SELECT owner, host, pid, heartbeat_at FROM run_owners WHERE "
+                                "run_id=? AND owner!=? AND ended_at IS NULL",
+                                (self.run_id, self.owner)).fetchall()
+        return {owner for owner, host, pid, beat in rows
+                if beat >= now - self.lease_s and _may_run(host, pid)}
 
     def _foreign(self, live: set[str]) -> tuple[set[tuple], dict[tuple, int]]:
         """Keys stored ``ok`` since this owner started, and the keys live owners hold
@@ -220,6 +229,20 @@ class Claims:
             self._db.executemany("INSERT INTO run_attempts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                                  self._attempts)
             self._attempts = []
+
+
+def _may_run(host: str, pid: int) -> bool:
+    """Whether an owner's process may still run: False only when it was on this host and
+    its pid is gone (a SIGKILLed run here is taken over at once, not after its lease)."""
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process holds the pid
+        return True
+    return True
 
 
 def load_attempts(store: Store, run_id: str | None = None) -> pd.DataFrame:

@@ -98,3 +98,20 @@ def test_failed_attempts_are_logged_and_survive_a_replacement(store):
     assert list(attempts["task_id"]) == ["t0", "t0"]
     assert attempts["error"].iloc[0].endswith("last line")
     assert (attempts["wall_s"] == 0.5).all() and attempts["owner"].nunique() == 2
+
+
+def test_an_owner_whose_process_is_gone_here_is_taken_over_at_once(store):
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = Claims(store, "r", lease_s=3600)
+    dead.__enter__()
+    dead.take(KEYS, 6)
+    dead._stop.set()
+    store.tables(CLAIM_TABLES).execute("UPDATE run_owners SET pid=? WHERE owner=?",
+                                       (gone.pid, dead.owner))
+    with Claims(store, "r", lease_s=3600) as survivor:
+        taken = survivor.take(KEYS, 6)  # an hour's lease, but its process no longer exists
+        assert taken.keys == KEYS and not taken.waiting

@@ -1,6 +1,7 @@
 """The orchestrator across processes: two `harness run` of one config into one database
 split its episodes (each played once in total, both exit 0, counts that add up), and when
-one is SIGKILLed the other plays its claims once their lease has expired."""
+one is SIGKILLed the next run plays its claims (at once on the same host, where the dead
+process is seen to be gone; after the lease elsewhere: `test_claims.py`)."""
 
 from __future__ import annotations
 
@@ -71,9 +72,9 @@ def test_two_concurrent_runs_of_one_config_play_every_episode_once(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_a_sigkilled_runs_claims_are_played_by_the_other_after_the_lease(tmp_path):
+def test_a_sigkilled_runs_claims_are_played_by_the_next_run_at_once(tmp_path):
     db = tmp_path / "shared.db"
-    lease_s = 3.0
+    lease_s = 300.0
     first = _start(tmp_path, lease_s)
     deadline = time.monotonic() + 300
     while len(_stored_keys(db)) < 100:
@@ -94,6 +95,6 @@ def test_a_sigkilled_runs_claims_are_played_by_the_other_after_the_lease(tmp_pat
     keys = _stored_keys(db)
     assert len(keys) == len(set(keys)) == TOTAL  # the dead run's claims were played, once
     assert errors == 0 and skipped + played == TOTAL
-    assert time.monotonic() - started >= lease_s * 0.5  # it waited for the lease to lapse
+    assert time.monotonic() - started < lease_s  # the dead process seen gone, no lease wait
     remaining = _query(db, "SELECT COUNT(*) FROM run_claims")
     assert remaining == [(0,)]
