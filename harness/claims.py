@@ -156,9 +156,7 @@ class Claims:
     # -- claiming ----------------------------------------------------------------------------
     def take(self, keys: Sequence[EpisodeKey], limit: int) -> Taken:
         """Claim up to `limit` of `keys` (looked at in order) in one transaction."""
-        result: list[Taken] = []
-        in_transaction(self._db, lambda: result.append(self._take(keys, limit)))
-        return result[0]
+        return in_transaction(self._db, lambda: self._take(keys, limit))
 
     def _take(self, keys: Sequence[EpisodeKey], limit: int) -> Taken:
         db, now = self._db, time.time()
