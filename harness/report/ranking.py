@@ -13,9 +13,7 @@ whose adjusted p is at least ``alpha`` is *not separable from the best*.
 
 from __future__ import annotations
 
-import gc
 import logging
-from contextlib import contextmanager
 from collections.abc import Sequence
 
 import numpy as np
@@ -28,7 +26,7 @@ from harness.stats.frame import paired_outcomes
 from harness.stats.multiplicity import adjust_pvalues
 from harness.stats.paired import sign_flip_pvalues
 
-__all__ = ["RANK_COLUMNS", "rank_policies", "cheap_collections"]
+__all__ = ["RANK_COLUMNS", "rank_policies"]
 
 log = logging.getLogger(__name__)
 
@@ -105,18 +103,6 @@ def _rank_group(group: pd.DataFrame, label: str, alpha: float,
     return table.sort_values(["success", "policy"], ascending=[False, True], ignore_index=True)
 
 
-@contextmanager
-def cheap_collections():
-    """statsmodels' Holm adjustment (`multipletests`) calls ``gc.collect()``, about 0.05-0.1 s
-    each in a process holding pandas and matplotlib. Freezing the objects alive before a
-    batch of adjustments (`gc.freeze`) makes those collections cheap; results are unchanged."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 def rank_policies(df: pd.DataFrame, *, by_task_type: bool = False, alpha: float = 0.05,
                   n_resamples: int = 10_000,
                   suites: Sequence[str] | None = None) -> pd.DataFrame:
@@ -132,15 +118,14 @@ def rank_policies(df: pd.DataFrame, *, by_task_type: bool = False, alpha: float 
         raise HarnessError(f"alpha must lie in (0, 1), got {alpha}")
     keys = ["suite", "task_type"] if by_task_type else ["suite"]
     frames = []
-    with cheap_collections():
-        for labels, group in df.groupby(keys, sort=True):
-            labels = labels if isinstance(labels, tuple) else (labels,)
-            if suites is not None and labels[0] not in suites:
-                continue
-            table = _rank_group(group, "/".join(map(str, labels)), alpha, n_resamples)
-            table.insert(0, "suite", labels[0])
-            table.insert(1, "task_type", labels[1] if by_task_type else "all")
-            frames.append(table)
+    for labels, group in df.groupby(keys, sort=True):
+        labels = labels if isinstance(labels, tuple) else (labels,)
+        if suites is not None and labels[0] not in suites:
+            continue
+        table = _rank_group(group, "/".join(map(str, labels)), alpha, n_resamples)
+        table.insert(0, "suite", labels[0])
+        table.insert(1, "task_type", labels[1] if by_task_type else "all")
+        frames.append(table)
     if not frames:
         raise HarnessError("no episodes of the requested suites")
     return pd.concat(frames, ignore_index=True)[RANK_COLUMNS]

@@ -10,7 +10,6 @@ import pandas as pd
 from harness.audit.result import AuditResult
 from harness.audit.ceilings import ALL, GENERATED_NOTE, generated_records
 from harness.core import HarnessError, make_rng
-from harness.report.ranking import cheap_collections
 from harness.report.tables import Cell, Table, interval_cell, percent
 from harness.stats.compare import compare_policies
 from harness.stats.estimators import pass_at_k_table as pass_at_k_by_task
@@ -123,30 +122,29 @@ def comparison_table(df: pd.DataFrame, ranked: pd.DataFrame, *, max_compare: int
     suite, and the TOST verdict at ``margin``. None when no suite has two policies."""
     body = []
     rows = ranked[ranked["task_type"] == ALL]
-    with cheap_collections():
-        for suite, group in rows.groupby("suite", sort=True):
-            order = group.sort_values(["success", "policy"], ascending=[False, True])
-            policies = order["policy"].tolist()[:max_compare]
-            episodes = df[(df["suite"] == suite) & df["policy"].isin(policies)]
-            results = []
-            for other in policies[1:]:
-                try:
-                    results.append(compare_policies(
-                        episodes, policies[0], other, suite=suite, margin=margin,
-                        rng=make_rng("report/compare", suite, other), n_resamples=n_resamples))
-                except HarnessError:
-                    continue
-            if not results:
+    for suite, group in rows.groupby("suite", sort=True):
+        order = group.sort_values(["success", "policy"], ascending=[False, True])
+        policies = order["policy"].tolist()[:max_compare]
+        episodes = df[(df["suite"] == suite) & df["policy"].isin(policies)]
+        results = []
+        for other in policies[1:]:
+            try:
+                results.append(compare_policies(
+                    episodes, policies[0], other, suite=suite, margin=margin,
+                    rng=make_rng("report/compare", suite, other), n_resamples=n_resamples))
+            except HarnessError:
                 continue
-            for adjusted in adjust_results(results, method="holm", alpha=alpha):
-                c = adjusted.result
-                d = c.difference
-                body.append((Cell(suite), Cell(c.policy_a), Cell(c.policy_b),
-                             Cell(f"{100 * d.estimate:+.1f}",
-                                  f" [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"),
-                             Cell(_p(adjusted.p_value)), Cell(_p(adjusted.p_adjusted),
-                                                              bold=adjusted.reject),
-                             Cell(c.verdict)))
+        if not results:
+            continue
+        for adjusted in adjust_results(results, method="holm", alpha=alpha):
+            c = adjusted.result
+            d = c.difference
+            body.append((Cell(suite), Cell(c.policy_a), Cell(c.policy_b),
+                         Cell(f"{100 * d.estimate:+.1f}",
+                              f" [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"),
+                         Cell(_p(adjusted.p_value)), Cell(_p(adjusted.p_adjusted),
+                                                          bold=adjusted.reject),
+                         Cell(c.verdict)))
     if not body:
         return None
     margin_text = f"±{100 * margin:g} points" if margin else "none"

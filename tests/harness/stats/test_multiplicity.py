@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
 from harness.core import HarnessError, UnknownNameError
@@ -29,6 +31,18 @@ def test_equals_statsmodels(method):
     p = np.random.default_rng(0).uniform(0, 0.2, 12)
     reject, adjusted, _, _ = multipletests(p, alpha=0.05, method=method)
     r = adjust_pvalues(p, method=method)
+    np.testing.assert_array_equal(r.p_adjusted, adjusted)
+    np.testing.assert_array_equal(r.reject, reject)
+
+
+@settings(max_examples=300, deadline=None)
+@given(p=st.lists(st.one_of(st.sampled_from([0.0, 0.001, 0.01, 0.0125, 0.025, 0.05, 1.0]),
+                            st.floats(0, 1)), min_size=1, max_size=40),
+       alpha=st.sampled_from([0.01, 0.05, 0.1, 0.5]),
+       method=st.sampled_from(["holm", "fdr_bh"]))
+def test_equals_statsmodels_bit_for_bit_with_ties_and_edges(p, alpha, method):
+    reject, adjusted, _, _ = multipletests(np.array(p), alpha=alpha, method=method)
+    r = adjust_pvalues(p, method=method, alpha=alpha)
     np.testing.assert_array_equal(r.p_adjusted, adjusted)
     np.testing.assert_array_equal(r.reject, reject)
 
