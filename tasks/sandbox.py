@@ -1,7 +1,8 @@
 """A sandbox for untrusted shell commands: bubblewrap over a read-only Debian root filesystem.
 
-One `Sandbox` is one episode. Its writable state is an overlayfs upper directory on a tmpfs of
-bounded size and inode count (the disk quota), created fresh per episode and mounted inside a
+One `Sandbox` is one episode. Its writable state is an overlayfs upper directory on a file
+system of bounded size and inode count (the disk quota; a tmpfs, or an ext4 image for layers of
+many files: `tasks.sandbox_layer`), created fresh per episode and mounted inside a
 private mount namespace held by one small process per episode (``unshare --mount``), which
 then enters a new user namespace whose ids 0-65535 map to unprivileged host ids
 (`tasks.sandbox_idmap`). Each command joins both (``nsenter --mount --user``), so no mount is
@@ -51,6 +52,7 @@ from tasks.sandbox_egress import EGRESS_DIR, EGRESS_SOCKET, EgressProxy, check_n
 from tasks.sandbox_egress import egress_env, egress_prologue
 from tasks.sandbox_gc import make_sandbox_root, register_process
 from tasks.sandbox_idmap import IdMap, sandbox_id_map, write_maps
+from tasks.sandbox_layer import PINNED_INODES, layer_kind, mount_layer
 from tasks.sandbox_process import Output, await_namespace_end, feed, kill_group, pump
 from tasks.sandbox_process import init_pid as init_pid_of
 from tasks.sandbox_rootfs import (
@@ -65,7 +67,8 @@ from tasks.sandbox_rootfs import (
 from tasks.sandbox_seccomp import compiled_filter, load_profile
 
 __all__ = [
-    "AGENT_UID", "IdMap", "containment", "sandbox_id_map", "BASE_RECIPE", "DEFAULT_PATH", "Bind", "CommandResult", "Limits", "RootfsRecipe", "Sandbox",
+    "AGENT_UID", "IdMap", "containment", "sandbox_id_map", "BASE_RECIPE", "DEFAULT_PATH", "Bind",
+    "CommandResult", "Limits", "RootfsRecipe", "Sandbox",
     "SandboxError", "SandboxSnapshot", "build_rootfs", "rootfs_cache_dir", "sandbox_available",
 ]
 
@@ -111,20 +114,21 @@ class Limits:
     output_bytes: int = 64 << 10
     """Output kept per command: the first and last half of this; the cut is stated."""
     disk_bytes: int = 2 << 30
-    """Size of the episode's writable layer (a tmpfs; writes beyond it fail with ENOSPC)."""
-    inodes: int = 8192
-    """Files and directories the writable layer may hold (tmpfs ``nr_inodes``). Each costs the
-    host about 2 KiB of kernel memory through the overlay (measured: 16,384 empty files, +34
-    MiB of slab), so the default bounds an inode flood at about 17 MiB; sandboxes that hold
-    whole repositories or dependency trees (SWE-bench, environment builds) ask for more."""
+    """Size of the episode's writable layer (writes beyond it fail with ENOSPC)."""
+    inodes: int = PINNED_INODES
+    """Files and directories the writable layer may hold. Up to `PINNED_INODES` the layer is a
+    tmpfs (``nr_inodes``), whose files each pin about 2 KiB of host kernel memory through the
+    overlay (measured: 16,384 empty files, +34 MiB of slab), so a flood pins at most about 17
+    MiB; above it an ext4 image (`tasks.sandbox_layer`), whose inodes the kernel only caches
+    (reclaimable), for sandboxes that hold repositories or dependency trees."""
 
     def enforcement(self) -> dict[str, str]:
         """How each limit is enforced here (rlimits: no delegated cgroup v2 subtree is used)."""
         return {"wall_s": "pid namespace killed at the deadline", "cpu_s": "RLIMIT_CPU",
                 "memory_bytes": "RLIMIT_AS per process", "processes": "RLIMIT_NPROC per uid "
                 "of the sandbox's user namespace", "file_size_bytes": "RLIMIT_FSIZE",
-                "open_files": "RLIMIT_NOFILE", "disk_bytes": "tmpfs size",
-                "inodes": "tmpfs nr_inodes"}
+                "open_files": "RLIMIT_NOFILE", "disk_bytes": f"{layer_kind(self.inodes)} size",
+                "inodes": f"{layer_kind(self.inodes)} inode count"}
 
 
 @dataclass(frozen=True)
@@ -167,7 +171,9 @@ def containment() -> dict[str, str]:
     ids = sandbox_id_map()
     return {"user_namespace": f"ids 0-{ids.count - 1} -> host {ids.host_base}-"
                               f"{ids.host_base + ids.count - 1}",
-            "seccomp": load_profile().label, "limits": "rlimits and tmpfs size/nr_inodes"}
+            "seccomp": load_profile().label,
+            "limits": f"rlimits; layer size and inode count (a tmpfs up to {PINNED_INODES} "
+                      f"inodes, else {layer_kind(PINNED_INODES + 1)})"}
 
 
 def sandbox_available() -> str | None:
@@ -249,10 +255,8 @@ class Sandbox:
         self._root.chmod(0o711)  # the sandbox's ids bind the merged tree from inside it
         self._layer = self._root / "layer"
         self._layer.mkdir()
-        subprocess.run(["mount", "-t", "tmpfs", "-o",
-                        f"size={limits.disk_bytes},nr_inodes={limits.inodes},mode=0755",
-                        "tmpfs", str(self._layer)],
-                       check=True, capture_output=True)
+        self.layer_kind = mount_layer(self._root, self._layer, disk_bytes=limits.disk_bytes,
+                                      inodes=limits.inodes)
         self._holder: list[subprocess.Popen] = []
         self._finalizer = weakref.finalize(self, _cleanup, self._root, self._layer,
                                            self._holder)
@@ -482,7 +486,7 @@ class Sandbox:
                        capture_output=True)
 
     def layer_bytes(self) -> int:
-        """Bytes used on the episode's tmpfs."""
+        """Bytes used on the episode's layer."""
         usage = shutil.disk_usage(self._layer)
         return usage.used
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import os
 import re
 import selectors
 import shlex
@@ -46,8 +47,8 @@ from tasks.sandbox_gc import make_sandbox_root
 from tasks.sandbox_rootfs import SandboxError
 
 __all__ = ["DEFAULT_ALLOWED", "EGRESS_DIR", "EGRESS_PORT", "EGRESS_SOCKET", "FORWARDER",
-           "NETWORK_POLICIES", "EgressProxy", "EgressRecord", "check_network_policy",
-           "egress_env", "egress_prologue"]
+           "NETWORK_POLICIES", "ALLOW_ENV", "EgressProxy", "EgressRecord",
+           "check_network_policy", "configured_allow_list", "egress_env", "egress_prologue"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,9 @@ NETWORK_POLICIES = ("none", "registries")
 DEFAULT_ALLOWED = ("pypi.org", "files.pythonhosted.org", "deb.debian.org",
                    "security.debian.org")
 """The Python package index (index and files) and Debian's archive."""
+ALLOW_ENV = "HARNESS_EGRESS_ALLOW"
+"""Comma-separated ``host`` or ``host:port`` entries replacing `DEFAULT_ALLOWED` (e.g. a
+company's package mirror)."""
 EGRESS_DIR = "/run/harness-egress"
 """Where the proxy's socket directory is bound (read-only) inside the sandbox."""
 EGRESS_SOCKET = f"{EGRESS_DIR}/proxy.sock"
@@ -112,6 +116,21 @@ def _authority(text: str, default_port: int | None) -> tuple[str, int | None]:
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise ValueError(f"not a port: {port_text!r}")
     return host.lower().rstrip("."), int(port_text)
+
+
+def configured_allow_list() -> tuple[str, ...]:
+    """The hosts ``registries`` sandboxes may reach: `ALLOW_ENV` when set, else
+    `DEFAULT_ALLOWED`. A malformed entry is a `SandboxError` naming it."""
+    text = os.environ.get(ALLOW_ENV, "").strip()
+    if not text:
+        return DEFAULT_ALLOWED
+    entries = tuple(entry.strip() for entry in text.split(",") if entry.strip())
+    for entry in entries:
+        try:
+            _authority(entry, None)
+        except ValueError as exc:
+            raise SandboxError(f"{ALLOW_ENV}: bad entry {entry!r}: {exc}") from None
+    return entries
 
 
 class EgressProxy:

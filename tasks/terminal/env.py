@@ -38,7 +38,7 @@ from typing import Any
 
 from tasks.base import StepResult
 from tasks.sandbox import CommandResult, Limits, Sandbox, SandboxError
-from tasks.sandbox_egress import DEFAULT_ALLOWED, EgressProxy
+from tasks.sandbox_egress import EgressProxy, configured_allow_list
 from tasks.sandboxed_env import SandboxedEnv
 from tasks.terminal.environment import SHIMS, TaskEnvironment, trust_host_cas
 from tasks.terminal.taskdir import TerminalTask
@@ -87,13 +87,15 @@ class TerminalEnv(SandboxedEnv):
 
     def __init__(self, task: TerminalTask, environment: TaskEnvironment, *, max_steps: int = 30,
                  command_timeout_s: float = 120.0, limits: Limits | None = None,
-                 egress_allow: Sequence[str] = DEFAULT_ALLOWED, agent_user: str = "agent",
+                 egress_allow: Sequence[str] | None = None, agent_user: str = "agent",
                  env: dict[str, str] | None = None):
         super().__init__()
         self.task, self.environment = task, environment
         self.agent_user = agent_user  # "root" (of the sandbox's user namespace) for TB tasks
         self.extra_env = dict(env or {})
-        self.egress_allow = tuple(egress_allow)  # hosts a "registries" task may reach
+        # hosts a "registries" task may reach (default: HARNESS_EGRESS_ALLOW, else registries)
+        self.egress_allow = tuple(configured_allow_list() if egress_allow is None
+                                  else egress_allow)
         self.max_steps = max_steps
         self.limits = limits or Limits(wall_s=command_timeout_s, output_bytes=16 << 10)
         self._oracle = oracle_actions(task)

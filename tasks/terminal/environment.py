@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from tasks.sandbox_egress import DEFAULT_ALLOWED, EgressProxy
+from tasks.sandbox_egress import EgressProxy, configured_allow_list
 from tasks.sandbox import (AGENT_UID, BASE_RECIPE, DEFAULT_PATH, Limits, RootfsRecipe, Sandbox, SandboxError,
                            build_rootfs, rootfs_cache_dir)
 from tasks.terminal.build_context import ContextSource
@@ -132,7 +132,7 @@ Python as it does in a Docker image (Debian's PEP 668 marker would refuse it).""
 
 def _replay(task: TerminalTask, rootfs: Path, staging: Path) -> None:
     if task.build_network == "registries":
-        with EgressProxy(DEFAULT_ALLOWED) as egress:
+        with EgressProxy(configured_allow_list()) as egress:
             _replay_in(task, rootfs, staging, egress)
     else:
         _replay_in(task, rootfs, staging, None)

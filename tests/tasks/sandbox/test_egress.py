@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from tasks.sandbox import BASE_RECIPE, Sandbox, SandboxError, build_rootfs, sandbox_available
-from tasks.sandbox_egress import (DEFAULT_ALLOWED, EGRESS_DIR, EGRESS_PORT, FORWARDER,
-                                  EgressProxy, check_network_policy, egress_env,
-                                  egress_prologue)
+from tasks.sandbox_egress import (ALLOW_ENV, DEFAULT_ALLOWED, EGRESS_DIR, EGRESS_PORT,
+                                  FORWARDER, EgressProxy, check_network_policy,
+                                  configured_allow_list, egress_env, egress_prologue)
 from tests.tasks.sandbox.conftest import assert_no_agent_processes
 
 # ---- stand-in servers on 127.0.0.1 -------------------------------------------------------
@@ -239,6 +239,16 @@ def test_allow_list_entries_hand_cases():
     for bad in ("a b", "pypi.org:0", "pypi.org:x", "[zz]:1", ""):
         with pytest.raises(SandboxError, match="bad egress allow-list entry"):
             EgressProxy([bad])
+
+
+def test_the_user_configures_the_allow_list_by_environment(monkeypatch):
+    monkeypatch.delenv(ALLOW_ENV, raising=False)
+    assert configured_allow_list() == DEFAULT_ALLOWED
+    monkeypatch.setenv(ALLOW_ENV, " mirror.example:8443, pypi.org ,")
+    assert configured_allow_list() == ("mirror.example:8443", "pypi.org")
+    monkeypatch.setenv(ALLOW_ENV, "pypi.org,a b")
+    with pytest.raises(SandboxError, match=f"{ALLOW_ENV}: bad entry 'a b'"):
+        configured_allow_list()
 
 
 def test_network_policy_names_are_checked():
