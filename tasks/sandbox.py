@@ -387,7 +387,7 @@ class Sandbox:
         wall = self.limits.wall_s if timeout_s is None else timeout_s
         data = stdin.encode() if isinstance(stdin, str) else stdin
         info_read, info_write = os.pipe()
-        seccomp_fd = os.open(_seccomp_program(), os.O_RDONLY | os.O_CLOEXEC)
+        seccomp_fd = os.open(seccomp_program(), os.O_RDONLY | os.O_CLOEXEC)
         started = time.perf_counter()
         try:
             argv = self._launch(command, cwd or self.workdir, env or {}, user, info_write,
@@ -529,7 +529,8 @@ def _kernel_surfaces() -> list[str]:
 _PROGRAM: list[Path] = []
 
 
-def _seccomp_program() -> Path:
+def seccomp_program() -> Path:
+    """The compiled seccomp program of `tasks.sandbox_seccomp` (compiled once per process)."""
     if not _PROGRAM:
         _PROGRAM.append(compiled_filter())
     return _PROGRAM[0]

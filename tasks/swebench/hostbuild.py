@@ -6,19 +6,23 @@ the host. `run_host_build` runs them under ``bwrap`` with
 
 - a read-only view of the host filesystem (``--ro-bind / /``), the invoking user's home hidden
   (a tmpfs; the interpreter, the tools and the user's pip/uv configuration files are bound
-  back read-only), a private ``/tmp`` (a tmpfs, also ``$HOME``), and only the given output
+  back read-only), a private ``/tmp`` (a tmpfs, also ``$HOME``), the host's ``/run`` (its
+  Unix sockets) hidden, and only the given output
   directory and the pip/uv cache directories writable;
-- new pid, IPC and UTS namespaces, a new session, ``--die-with-parent``, every capability
-  dropped, a cleared environment (proxy, certificate, ``PIP_*`` and ``UV_*`` variables kept);
+- new pid, IPC, UTS and network namespaces, a new session, ``--die-with-parent``, every
+  capability dropped, the sandbox's seccomp filter (`tasks.sandbox_seccomp`), a cleared
+  environment (certificate, ``PIP_*`` and ``UV_*`` variables kept);
+- registry access only through the allow-listing egress proxy of `tasks.sandbox_egress`
+  (`configured_allow_list`: PyPI and Debian unless ``HARNESS_EGRESS_ALLOW`` says otherwise):
+  its socket is bound in and a forwarder on the namespace's loopback serves the proxy
+  variables, so a build script reaches no other host, loopback service or private address;
+  what the proxy refused is logged and named in a failed build's error;
 - when the harness runs as root, the unprivileged uid `tasks.sandbox.AGENT_UID` (``setpriv``,
   no capabilities, no new privileges), so files only root may read stay unreadable.
 
-The network namespace is the host's (``--unshare-net`` is not used): the calls must reach the
-registry. Which addresses they contact is the registry's by configuration (only registry
-requirements reach them, see `tasks.swebench.environment.registry_requirement`), but that is
-not enforced at the network level: a build script can still open connections (to loopback
-services too). This is a departure; the proper fix is a registry-only proxy and a network
-namespace that reaches nothing else.
+Departure from the sandbox proper: no user namespace (the process is host uid `AGENT_UID`
+with no capabilities, not uid 0 of a namespace); ``/tmp`` is bounded in bytes (`TMP_BYTES`)
+but not in inodes, and the writable output and cache directories have no quota.
 
 Without ``bwrap`` (Debian ``bubblewrap``; ``setpriv`` from util-linux when root) the build
 fails with `EnvBuildError`, unless ``HARNESS_SWEBENCH_UNCONFINED_BUILD=1`` asks for the old,
@@ -46,8 +50,10 @@ __all__ = ["UNCONFINED_ENV", "EnvBuildError", "host_build_argv", "run_host_build
 
 UNCONFINED_ENV = "HARNESS_SWEBENCH_UNCONFINED_BUILD"
 """Set to ``1`` to run host-side package builds unconfined where ``bwrap`` is missing."""
-_PASSED = re.compile(r"(?i)(?:https?|no|all|ftp)_proxy|PIP_\w+|UV_\w+|SSL_CERT_(?:FILE|DIR)"
+_PASSED = re.compile(r"(?i)PIP_\w+|UV_\w+|SSL_CERT_(?:FILE|DIR)"
                      r"|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|LANG|LC_ALL|SOURCE_DATE_EPOCH")
+TMP_BYTES = 4 << 30
+"""Size of the build's private ``/tmp`` (pip's build directories; host memory)."""
 REGISTRY_CONFIG = (".config/pip/pip.conf", ".pip/pip.conf", ".config/uv/uv.toml")
 """The invoking user's registry configuration files (relative to its home), bound read-only
 at the same place under the confined ``$HOME`` (``/tmp``) so the registry stays the same."""
@@ -59,16 +65,32 @@ class EnvBuildError(HarnessError):
 
 def host_build_argv(command: Sequence[str], *, readable: Sequence[Path] = (),
                     writable: Sequence[Path] = (), env: Mapping[str, str] | None = None,
-                    home: Path | None = None, uid: int | None = None) -> list[str]:
+                    home: Path | None = None, uid: int | None = None,
+                    egress_socket_dir: Path | None = None,
+                    seccomp_fd: int | None = None) -> list[str]:
     """The ``bwrap`` argv that runs `command` confined (see the module docstring).
 
     `readable`: host paths bound back read-only at their own place (needed where they lie
     under the hidden `home`); `writable`: host directories bound writable at their own place;
     `env`: the whole environment of `command` (``HOME`` and ``TMPDIR`` are ``/tmp``);
-    `uid`: switch to this uid and gid (needs root), None to keep the caller's.
+    `uid`: switch to this uid and gid (needs root), None to keep the caller's;
+    `egress_socket_dir`: a started `EgressProxy`'s socket folder, bound at `EGRESS_DIR` with
+    the forwarder started before `command` (None: no network at all); `seccomp_fd`: an open
+    descriptor of the compiled seccomp program (None: no filter).
     """
+    from tasks.sandbox_egress import EGRESS_DIR, egress_env, egress_prologue
+
     argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--perms", "1777", "--tmpfs", "/tmp"]
+            "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--tmpfs", "/run",
+            "--unshare-net"]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
+    if egress_socket_dir is not None:
+        argv += ["--ro-bind", str(egress_socket_dir), EGRESS_DIR]
+        # loopback too goes through the proxy: nothing listens on this namespace's but the
+        # forwarder
+        env = {**(env or {}), **egress_env(), "no_proxy": "", "NO_PROXY": ""}
+        command = ["/bin/bash", "-c", egress_prologue() + 'exec "$@"', "bash", *command]
     if home is not None and home.resolve() != Path("/"):
         argv += ["--tmpfs", str(home)]
         for relative in REGISTRY_CONFIG:
@@ -171,18 +193,42 @@ def run_host_build(command: Sequence[str], *, python: Path, cache_root: Path,
     from tasks.sandbox import DEFAULT_PATH
 
     caches = cache_dirs(cache_root)
-    env = {k: v for k, v in os.environ.items() if _PASSED.fullmatch(k)}
+    env = {k: v for k, v in os.environ.items()
+           if _PASSED.fullmatch(k) and k.upper() != "PIP_PROXY"}
     env |= {"PATH": f"{python / 'bin'}:{DEFAULT_PATH}", **{k: str(v) for k, v in caches.items()}}
-    if require_confinement():
-        for path in writable:
-            _own(path)
-        argv = host_build_argv(command, readable=[python, *readable],
-                               writable=[*writable, *caches.values()], env=env,
-                               home=Path.home(), uid=_build_uid())
-    else:
-        argv = list(command)
+    if not require_confinement():
+        return _finish(list(command), command, stdin, timeout_s, pass_fds=())
+    from tasks.sandbox import seccomp_program
+    from tasks.sandbox_egress import EgressProxy, configured_allow_list
+
+    for path in writable:
+        _own(path)
+    seccomp_fd = os.open(seccomp_program(), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        with EgressProxy(configured_allow_list()) as egress:
+            argv = host_build_argv(command, readable=[python, *readable],
+                                   writable=[*writable, *caches.values()], env=env,
+                                   home=Path.home(), uid=_build_uid(),
+                                   egress_socket_dir=egress.socket_dir, seccomp_fd=seccomp_fd)
+            done = _finish(argv, command, stdin, timeout_s, pass_fds=(seccomp_fd,))
+            refused = sorted({f"{r.host}:{r.port}" for r in egress.log
+                              if r.verdict != "allowed"})
+    finally:
+        os.close(seccomp_fd)
+    if refused:
+        logger.warning("the egress proxy refused or could not reach %s during `%s`",
+                       ", ".join(refused), " ".join(command[:4]))
+        if done.returncode != 0:
+            done.stderr += (f"\n[harness] the egress proxy refused or could not reach: "
+                            f"{', '.join(refused)} (allowed: {', '.join(configured_allow_list())};"
+                            f" HARNESS_EGRESS_ALLOW adds hosts)")
+    return done
+
+
+def _finish(argv: list[str], command: Sequence[str], stdin: str | None, timeout_s: float,
+            *, pass_fds: tuple[int, ...]) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(argv, input=stdin, capture_output=True, text=True,
-                              timeout=timeout_s)
+                              timeout=timeout_s, pass_fds=pass_fds)
     except subprocess.TimeoutExpired as exc:
         raise EnvBuildError(f"`{' '.join(command[:4])} ...` ran past {timeout_s:.0f} s") from exc

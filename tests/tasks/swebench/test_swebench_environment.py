@@ -1,6 +1,7 @@
 """Network safety of the environment builder: only registry requirements reach uv/pip on the
 host (from requirements files, the spec, or the sandbox's output), and the host-side builds
-run confined by bubblewrap (read-only host, private /tmp, unprivileged uid, no capabilities)."""
+run confined by bubblewrap (read-only host, private /tmp, unprivileged uid, no capabilities,
+the seccomp filter, registries only through the egress proxy)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.sandbox import AGENT_UID
+from tasks.sandbox import AGENT_UID, sandbox_available
+from tasks.sandbox_egress import ALLOW_ENV, EGRESS_DIR, EGRESS_PORT
 from tasks.swebench.environment import (
     EnvBuildError,
     EnvSpec,
@@ -28,6 +30,7 @@ from tasks.swebench.hostbuild import (
     require_confinement,
     run_host_build,
 )
+from tests.tasks.sandbox.test_egress import index, unlisted  # noqa: F401 - fixtures
 
 REJECTED = ["--index-url http://x", "--extra-index-url https://10.0.0.1/simple",
             "pkg @ https://x/y.whl", "pkg@file:///etc/passwd", "git+https://github.com/a/b",
@@ -136,18 +139,57 @@ def test_a_url_named_by_the_sandbox_is_not_fetched(named, tmp_path):
     assert sandbox.written == [] and not (tmp_path / "wheels").exists()
 
 
-def test_confinement_argv_is_read_only_without_capabilities_and_keeps_the_network(tmp_path):
+def test_confinement_argv_is_read_only_without_capabilities_or_network(tmp_path):
     out = tmp_path / "out"
     argv = host_build_argv(["pip", "wheel", "-w", str(out), "--", "six"], writable=[out],
-                           env={"PATH": "/usr/bin"}, home=Path("/root"), uid=AGENT_UID)
+                           env={"PATH": "/usr/bin"}, home=Path("/root"), uid=AGENT_UID,
+                           egress_socket_dir=tmp_path / "sock", seccomp_fd=7)
     joined = " ".join(argv)
     assert argv[0] == "bwrap" and "--ro-bind / /" in joined and "--cap-drop ALL" in joined
-    assert "--unshare-net" not in argv and "--share-net" not in argv
+    assert "--unshare-net" in argv and "--share-net" not in argv and "--seccomp 7" in joined
+    assert f"--ro-bind {tmp_path / 'sock'} {EGRESS_DIR}" in joined
+    assert f"--setenv HTTPS_PROXY http://127.0.0.1:{EGRESS_PORT}" in joined
     assert f"--bind {out} {out}" in joined and "--tmpfs /tmp" in joined
     assert "--tmpfs /root" in joined and "--clearenv" in joined
     assert f"--reuid={AGENT_UID}" in argv and "--bounding-set=-all" in argv
     assert argv[argv.index("--") + 1] == "setpriv" and argv[-5:] == \
         ["pip", "wheel", "-w", str(out), "--", "six"][-5:]
+    assert "egress forwarder" in argv[argv.index("/bin/bash") + 2]  # before the command
+    assert "--tmpfs /run" in joined  # the host's Unix sockets hidden
+    offline = host_build_argv(["true"], home=Path("/root"))
+    assert "--unshare-net" in offline and "--seccomp" not in offline
+
+
+@pytest.mark.skipif(sandbox_available() is not None, reason="the sandbox is unavailable here")
+def test_a_host_build_reaches_the_allowed_registry_and_nothing_else(tmp_path, monkeypatch,
+                                                                     index, unlisted):
+    """pip inside the confined host build downloads from a stand-in index allowed by
+    HARNESS_EGRESS_ALLOW; a loopback server not on the list is refused (and named in the
+    failed build's error), and a direct connection reaches nothing."""
+    server, wheel = index
+    monkeypatch.setenv(ALLOW_ENV, f"127.0.0.1:{server.port}")
+    out = tmp_path / "out"
+    out.mkdir()
+    python = Path(sys.base_prefix)
+    pip = [str(python / "bin" / "python3"), "-m", "pip", "download", "--no-cache-dir",
+           "--disable-pip-version-check", "-d", str(out), "--index-url"]
+    done = run_host_build([*pip, f"http://127.0.0.1:{server.port}/simple/", "egress-probe"],
+                          python=python, cache_root=tmp_path / "cache", writable=[out],
+                          timeout_s=120)
+    assert done.returncode == 0, done.stderr
+    assert (out / "egress_probe-0.1-py3-none-any.whl").read_bytes() == wheel
+    refused = run_host_build([*pip, f"http://127.0.0.1:{unlisted.port}/simple/",
+                              "egress-probe"], python=python, cache_root=tmp_path / "cache",
+                             writable=[out], timeout_s=120)
+    assert refused.returncode != 0 and unlisted.seen == []
+    assert f"the egress proxy refused or could not reach: 127.0.0.1:{unlisted.port}" in \
+        refused.stderr
+    direct = run_host_build([str(python / "bin" / "python3"), "-c",
+                             "import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1',"
+                             f" {server.port}), timeout=5)\n    print('connected')\n"
+                             "except OSError as exc:\n    print(type(exc).__name__)"],
+                            python=python, cache_root=tmp_path / "cache", timeout_s=60)
+    assert direct.stdout.strip() == "ConnectionRefusedError", direct
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap (Debian bubblewrap) missing")
