@@ -333,7 +333,7 @@ class Sandbox:
                info_fd: int, seccomp_fd: int) -> list[str]:
         args = ["bwrap", "--info-fd", str(info_fd), "--seccomp", str(seccomp_fd),
                 "--bind", str(self._layer / "merged"), "/", "--dev", "/dev",
-                "--proc", "/proc", *_kernel_surfaces(), *_NAMESPACES, "--hostname", "sandbox",
+                "--proc", "/proc", *kernel_surfaces(), *_NAMESPACES, "--hostname", "sandbox",
                 "--new-session", "--die-with-parent", "--clearenv", "--chdir", cwd]
         for i, bind in enumerate(self.binds):
             args += ["--bind" if bind.writable else "--ro-bind", str(self._bind_point(i)),
@@ -508,7 +508,7 @@ class Sandbox:
 _SURFACES: list[str] = []
 
 
-def _kernel_surfaces() -> list[str]:
+def kernel_surfaces() -> list[str]:
     """bwrap arguments that make `_READ_ONLY_PROC` read-only and mask `_MASKED` (the paths
     this kernel has; a bind needs its target to exist), and mount /sys as an empty,
     read-only tmpfs."""

@@ -6,12 +6,15 @@ the host. `run_host_build` runs them under ``bwrap`` with
 
 - a read-only view of the host filesystem (``--ro-bind / /``), the invoking user's home hidden
   (a tmpfs; the interpreter, the tools and the user's pip/uv configuration files are bound
-  back read-only), a private ``/tmp`` (a tmpfs, also ``$HOME``), the host's ``/run`` (its
-  Unix sockets) hidden, and only the given output
-  directory and the pip/uv cache directories writable;
+  back read-only), the host's ``/run`` (its Unix sockets) hidden, the kernel surfaces the
+  sandbox masks or makes read-only (`tasks.sandbox.kernel_surfaces`), a private ``/tmp``
+  (also ``$HOME``; as root an ext4 image of `TMP_BYTES` and `TMP_INODES`, else a tmpfs of
+  `TMP_BYTES`), and only the given output directory and the pip/uv cache directories
+  writable;
 - new pid, IPC, UTS and network namespaces, a new session, ``--die-with-parent``, every
-  capability dropped, the sandbox's seccomp filter (`tasks.sandbox_seccomp`), a cleared
-  environment (certificate, ``PIP_*`` and ``UV_*`` variables kept);
+  capability dropped, the sandbox's seccomp filter (`tasks.sandbox_seccomp`), `LIMITS`
+  (processes, address space, file size), a cleared environment (certificate, ``PIP_*`` and
+  ``UV_*`` variables kept);
 - registry access only through the allow-listing egress proxy of `tasks.sandbox_egress`
   (`configured_allow_list`: PyPI and Debian unless ``HARNESS_EGRESS_ALLOW`` says otherwise):
   its socket is bound in and a forwarder on the namespace's loopback serves the proxy
@@ -20,9 +23,10 @@ the host. `run_host_build` runs them under ``bwrap`` with
 - when the harness runs as root, the unprivileged uid `tasks.sandbox.AGENT_UID` (``setpriv``,
   no capabilities, no new privileges), so files only root may read stay unreadable.
 
+The escape battery runs as such a build's command (`tests/tasks/sandbox/test_escape_battery.py`).
 Departure from the sandbox proper: no user namespace (the process is host uid `AGENT_UID`
-with no capabilities, not uid 0 of a namespace); ``/tmp`` is bounded in bytes (`TMP_BYTES`)
-but not in inodes, and the writable output and cache directories have no quota.
+with no capabilities, not uid 0 of a namespace), and the writable output and cache
+directories have no quota.
 
 Without ``bwrap`` (Debian ``bubblewrap``; ``setpriv`` from util-linux when root) the build
 fails with `EnvBuildError`, unless ``HARNESS_SWEBENCH_UNCONFINED_BUILD=1`` asks for the old,
@@ -53,7 +57,11 @@ UNCONFINED_ENV = "HARNESS_SWEBENCH_UNCONFINED_BUILD"
 _PASSED = re.compile(r"(?i)PIP_\w+|UV_\w+|SSL_CERT_(?:FILE|DIR)"
                      r"|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|LANG|LC_ALL|SOURCE_DATE_EPOCH")
 TMP_BYTES = 4 << 30
-"""Size of the build's private ``/tmp`` (pip's build directories; host memory)."""
+"""Size of the build's private ``/tmp`` (pip's build directories)."""
+TMP_INODES = 1 << 17
+LIMITS = "ulimit -u 2048 -v 4194304 -f 4194304 || exit 125; "
+"""Per-process limits of a host build (bash ``ulimit``, sizes in KiB): processes of the build
+uid 2,048, address space 4 GiB, file size 4 GiB."""
 REGISTRY_CONFIG = (".config/pip/pip.conf", ".pip/pip.conf", ".config/uv/uv.toml")
 """The invoking user's registry configuration files (relative to its home), bound read-only
 at the same place under the confined ``$HOME`` (``/tmp``) so the registry stays the same."""
@@ -66,8 +74,8 @@ class EnvBuildError(HarnessError):
 def host_build_argv(command: Sequence[str], *, readable: Sequence[Path] = (),
                     writable: Sequence[Path] = (), env: Mapping[str, str] | None = None,
                     home: Path | None = None, uid: int | None = None,
-                    egress_socket_dir: Path | None = None,
-                    seccomp_fd: int | None = None) -> list[str]:
+                    egress_socket_dir: Path | None = None, seccomp_fd: int | None = None,
+                    tmp: Path | None = None) -> list[str]:
     """The ``bwrap`` argv that runs `command` confined (see the module docstring).
 
     `readable`: host paths bound back read-only at their own place (needed where they lie
@@ -76,21 +84,26 @@ def host_build_argv(command: Sequence[str], *, readable: Sequence[Path] = (),
     `uid`: switch to this uid and gid (needs root), None to keep the caller's;
     `egress_socket_dir`: a started `EgressProxy`'s socket folder, bound at `EGRESS_DIR` with
     the forwarder started before `command` (None: no network at all); `seccomp_fd`: an open
-    descriptor of the compiled seccomp program (None: no filter).
+    descriptor of the compiled seccomp program (None: no filter); `tmp`: a mounted
+    `tasks.sandbox_layer` file system to bind at ``/tmp`` (None: a tmpfs of `TMP_BYTES`).
     """
+    from tasks.sandbox import kernel_surfaces
     from tasks.sandbox_egress import EGRESS_DIR, egress_env, egress_prologue
 
     argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--tmpfs", "/run",
-            "--unshare-net"]
+            *kernel_surfaces(), "--tmpfs", "/run", "--unshare-net"]
+    argv += (["--bind", str(tmp), "/tmp"] if tmp is not None
+             else ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"])
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
+    prologue = LIMITS
     if egress_socket_dir is not None:
         argv += ["--ro-bind", str(egress_socket_dir), EGRESS_DIR]
         # loopback too goes through the proxy: nothing listens on this namespace's but the
         # forwarder
         env = {**(env or {}), **egress_env(), "no_proxy": "", "NO_PROXY": ""}
-        command = ["/bin/bash", "-c", egress_prologue() + 'exec "$@"', "bash", *command]
+        prologue += egress_prologue()
+    command = ["/bin/bash", "-c", prologue + 'exec "$@"', "bash", *command]
     if home is not None and home.resolve() != Path("/"):
         argv += ["--tmpfs", str(home)]
         for relative in REGISTRY_CONFIG:
@@ -205,11 +218,12 @@ def run_host_build(command: Sequence[str], *, python: Path, cache_root: Path,
         _own(path)
     seccomp_fd = os.open(seccomp_program(), os.O_RDONLY | os.O_CLOEXEC)
     try:
-        with EgressProxy(configured_allow_list()) as egress:
+        with EgressProxy(configured_allow_list()) as egress, _private_tmp() as tmp:
             argv = host_build_argv(command, readable=[python, *readable],
                                    writable=[*writable, *caches.values()], env=env,
                                    home=Path.home(), uid=_build_uid(),
-                                   egress_socket_dir=egress.socket_dir, seccomp_fd=seccomp_fd)
+                                   egress_socket_dir=egress.socket_dir, seccomp_fd=seccomp_fd,
+                                   tmp=tmp)
             done = _finish(argv, command, stdin, timeout_s, pass_fds=(seccomp_fd,))
             refused = sorted({f"{r.host}:{r.port}" for r in egress.log
                               if r.verdict != "allowed"})
@@ -223,6 +237,29 @@ def run_host_build(command: Sequence[str], *, python: Path, cache_root: Path,
                             f"{', '.join(refused)} (allowed: {', '.join(configured_allow_list())};"
                             f" HARNESS_EGRESS_ALLOW adds hosts)")
     return done
+
+
+@contextmanager
+def _private_tmp() -> Iterator[Path | None]:
+    """As root, a file system of `TMP_BYTES` and `TMP_INODES` for the build's ``/tmp`` (an ext4
+    image: an inode flood pins no host memory; `tasks.sandbox_layer`), unmounted and removed
+    after; else None (bwrap's tmpfs, bounded in bytes only)."""
+    if os.geteuid() != 0:
+        yield None
+        return
+    from tasks.sandbox_gc import make_sandbox_root
+    from tasks.sandbox_layer import mount_layer
+
+    root = make_sandbox_root(0)
+    tmp = root / "tmp"
+    tmp.mkdir()
+    try:
+        mount_layer(root, tmp, disk_bytes=TMP_BYTES, inodes=TMP_INODES)
+        os.chmod(tmp, 0o1777)
+        yield tmp
+    finally:
+        subprocess.run(["umount", "-l", str(tmp)], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _finish(argv: list[str], command: Sequence[str], stdin: str | None, timeout_s: float,

@@ -196,3 +196,21 @@ def test_battery_from_a_patch_under_swebench_grading(tmp_path):
             report = sandbox.read_file("/tmp/grading-report.txt").decode()
         assert not result.verdict.resolved  # graded as usual: the probe fixes nothing
         assert_contained(report, before)
+
+
+def test_battery_from_a_package_build_on_the_host(tmp_path):
+    """The SWE-bench environment builder's host-side build, where an sdist's ``setup.py``
+    runs: the battery as that build's command (unprivileged uid, seccomp, no network but the
+    egress proxy, masked kernel surfaces, an ext4 /tmp, ulimits)."""
+    import sys
+
+    from tasks.swebench.hostbuild import run_host_build
+
+    python = Path(sys.base_prefix)
+    with SecretProcess() as secret:
+        before = HostState.read()
+        done = run_host_build([str(python / "bin" / "python3"), "-"], python=python,
+                              cache_root=tmp_path / "cache", stdin=probe_script(secret.pid),
+                              timeout_s=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert_contained(done.stdout, before)
