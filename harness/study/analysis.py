@@ -18,6 +18,7 @@ interval from resampling tasks.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -172,12 +173,17 @@ def analyse_frame(study: StudyConfig, frame: pd.DataFrame, *,
     compared = [a for a in study.arms_resolved() if a.baseline]
     cells = [a for a in compared if a.role == "cell"]
     others = [a for a in compared if a.role != "cell"]
+    # a graft is read against both ends: its target (the baseline) and its source
+    others += [dataclasses.replace(a, baseline=a.graft.source, role="graft-vs-source")
+               for a in others if a.graft is not None]
     modes = [m for m in MODES if (m == "greedy" and study.eval.greedy)
              or (m == "sampled" and study.eval.samples)]
     rows, rules = [], {}
     for mode in modes:
         found, rules[mode] = _family(cells, frame, study, mode, rng, adjust=True)
-        rows += found + _family(others, frame, study, mode, rng, adjust=False)[0]
+        rows += found
+        for arm in others:  # single pre-registered comparisons: designs may differ
+            rows += _family([arm], frame, study, mode, rng, adjust=False)[0]
     headroom, association = None, None
     k = study.analysis.headroom_k
     if k and study.eval.greedy and study.eval.samples >= k:

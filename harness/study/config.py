@@ -4,7 +4,8 @@ A study TOML has top-level keys (`StudyConfig`), ``[base]`` (recipe keys applied
 ``recipe`` file, as in a training TOML), ``[factors]`` (a dotted recipe key -> its levels),
 optional ``[[cells]]`` (listed combinations instead of the full product), ``[[arms]]``
 (recipes outside the grid: the start checkpoint as ``updates = 0``, a positive control on
-another suite, ...), ``[eval]`` (`EvalPlan`) and ``[analysis]`` (`AnalysisConfig`). Every
+another suite, ...), optional ``[[grafts]]`` (`GraftConfig`: the target arm's model with
+chosen parameter groups taken from a trained arm, evaluated against both), ``[eval]`` (`EvalPlan`) and ``[analysis]`` (`AnalysisConfig`). Every
 cell's and arm's recipe is built into a `TrainConfig` when the file is read, so a bad key or
 value fails at once with the training config's one-line error.
 
@@ -31,20 +32,21 @@ value fails at once with the training config's one-line error.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness.core import ConfigError, UnknownNameError, read_toml
+from harness.core import ConfigError, HarnessError, UnknownNameError, read_toml
 from harness.stats.multiplicity import METHODS
 from harness.train.config import TrainConfig, make_train_config
 
-__all__ = ["ArmConfig", "EvalPlan", "AnalysisConfig", "StudyConfig", "Arm", "load_study_config",
-           "make_study_config", "ROLES"]
+__all__ = ["ArmConfig", "GraftConfig", "EvalPlan", "AnalysisConfig", "StudyConfig", "Arm",
+           "load_study_config", "make_study_config", "ROLES"]
 
-ROLES = ("cell", "arm", "positive_control")
+ROLES = ("cell", "arm", "positive_control", "graft")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=,+-]*$")
 
 
@@ -69,6 +71,19 @@ class ArmConfig:
                           "for the baseline itself)", "")
     role: str = _help("'arm' (reported, outside the family of cells) or 'positive_control' "
                       "(a recipe expected to help, e.g. a start with headroom)", "arm")
+
+
+@dataclass(frozen=True)
+class GraftConfig:
+    """A graft arm: `target`'s model with the parameter groups `groups` taken from `source`'s
+    model of the same training seed (`harness.study.weights.graft_checkpoint`), evaluated
+    like any arm and compared with both ends."""
+
+    name: str = _help("graft arm name", "")
+    source: str = _help("the trained arm the groups come from (a cell or an arm)", "")
+    target: str = _help("the arm receiving them (default: analysis.baseline, the start)", "")
+    groups: tuple[str, ...] = _help("selectors: embeddings, attention, mlp, norms, other, "
+                                    "GROUP@LAYER or layer:N", ())
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,8 @@ class Arm:
     seeds: tuple[int, ...]
     baseline: str
     levels: tuple[tuple[str, Any], ...] = ()
+    graft: GraftConfig | None = None
+    """For a graft arm: what it is made of (its baseline is the graft's target)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +145,8 @@ class StudyConfig:
     cells: tuple[dict, ...] = _help("listed combinations (default: the full product)", ())
     seeds: tuple[int, ...] = _help("training seeds of every cell (the paper used 6)", (0, 1, 2))
     arms: tuple[ArmConfig, ...] = _help("arms outside the grid", ())
+    grafts: tuple[GraftConfig, ...] = _help("graft arms (built from trained arms, not trained)",
+                                            ())
     out_dir: str = _help("checkpoint folder of the study", "results/study")
     db: str = _help("results database", "results/harness.db")
     report_dir: str = _help("folder `harness study report` writes", "reports/study")
@@ -230,6 +249,7 @@ def _resolve(study: StudyConfig) -> tuple[Arm, ...]:
                          {"name": f"{study.name}.{arm.name}"})
         baseline = arm.baseline if arm.baseline or arm.name == analysis.baseline else ""
         arms.append(Arm(arm.name, arm.role, recipe, tuple(arm.seeds) or study.seeds, baseline))
+    arms += _grafts(study, arms)
     names = [a.name for a in arms]
     for name in names:
         if not NAME.match(name):
@@ -251,6 +271,31 @@ def _resolve(study: StudyConfig) -> tuple[Arm, ...]:
     return tuple(arms)
 
 
+def _grafts(study: StudyConfig, arms: list[Arm]) -> list[Arm]:
+    from harness.study.weights import check_selectors
+
+    by_name = {a.name: a for a in arms}
+    out = []
+    for graft in study.grafts:
+        where = f"graft {graft.name!r}"
+        if graft.source not in by_name:
+            raise UnknownNameError(f"source of {where}", graft.source, by_name)
+        target = graft.target or study.analysis.baseline
+        if target not in by_name:
+            raise UnknownNameError(f"target of {where}", target, by_name)
+        try:
+            groups = check_selectors(graft.groups)
+        except HarnessError as error:
+            raise ConfigError(f"{where}: {error}") from None
+        source = by_name[graft.source]
+        if source.recipe.updates == 0:
+            raise ConfigError(f"{where}: source {source.name!r} is not trained (updates = 0)")
+        recipe = dataclasses.replace(source.recipe, name=f"{study.name}.{graft.name}")
+        out.append(Arm(graft.name, "graft", recipe, source.seeds, target,
+                       graft=GraftConfig(graft.name, source.name, target, groups)))
+    return out
+
+
 def _section(cls: type, where: str, values: Any) -> Any:
     if not isinstance(values, dict):
         raise ConfigError(f"[{where}] must be a table of keys")
@@ -267,12 +312,15 @@ def make_study_config(values: dict[str, Any], *, root: str | Path = ".") -> Stud
     eval_plan = _section(EvalPlan, "eval", values.pop("eval", {}))
     analysis = _section(AnalysisConfig, "analysis", values.pop("analysis", {}))
     arms = tuple(_section(ArmConfig, "arms", a) for a in values.pop("arms", []))
-    top = {f.name for f in fields(StudyConfig)} - {"eval", "analysis", "arms", "root"}
+    grafts = tuple(_section(GraftConfig, "grafts", g) for g in values.pop("grafts", []))
+    top = {f.name for f in fields(StudyConfig)} - {"eval", "analysis", "arms", "grafts", "root"}
     for key in values:
         if key not in top:
-            raise UnknownNameError("study key", key, top | {"eval", "analysis", "arms"})
+            raise UnknownNameError("study key", key,
+                                   top | {"eval", "analysis", "arms", "grafts"})
     plain = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    study = StudyConfig(**plain, arms=arms, eval=eval_plan, analysis=analysis, root=str(root))
+    study = StudyConfig(**plain, arms=arms, grafts=grafts, eval=eval_plan, analysis=analysis,
+                        root=str(root))
     _validate(study)
     return study
 

@@ -2,7 +2,10 @@
 
 Files: ``verdicts.md`` / ``verdicts.tex`` (every comparison: estimate, t interval, bootstrap
 interval, adjusted p, verdict, minimum detectable effect), ``verdicts.csv``,
-``headroom.csv`` and ``headroom.md`` (the headroom association per arm), ``forest.png``
+``headroom.csv`` and ``headroom.md`` (the headroom association per arm), ``grafting.md`` /
+``grafting.tex`` (each graft against its target and its source), ``weights.csv`` and
+``weights.md`` (per parameter group, the change from the start and the effective rank of the
+deltas, over saved steps), ``forest.png``
 (every comparison's effect and interval, coloured by verdict), ``heatmap-<mode>.png`` (the
 estimate over the first two factors), ``headroom.png`` (per-task headroom of the baseline vs
 the arm's gain), ``methods.md`` (design, seeds, tests, correction and the machine, generated
@@ -21,7 +24,8 @@ from harness.study.analysis import StudyAnalysis
 from harness.study.config import StudyConfig
 from harness.study.provenance import describe_compute
 
-__all__ = ["write_report", "methods_paragraph", "verdict_table"]
+__all__ = ["write_report", "methods_paragraph", "verdict_table", "grafting_table",
+           "weights_summary"]
 
 COLOURS = {"better": "#1b7837", "worse": "#b2182b", "equivalent": "#2166ac",
            "inconclusive": "#777777"}
@@ -41,6 +45,37 @@ def verdict_table(cells: pd.DataFrame) -> pd.DataFrame:
         "MDE": cells["mde"].map("{:.3f}".format),
     })
     return table
+
+
+def grafting_table(study: StudyConfig, cells: pd.DataFrame) -> pd.DataFrame:
+    """Per graft arm and decoding: the groups taken, its effect against its target (the start)
+    and against its source (the trained model), each with its t interval and verdict."""
+    rows = []
+    for graft in study.grafts:
+        for mode in cells["mode"].unique():
+            mine = cells[(cells["arm"] == graft.name) & (cells["mode"] == mode)]
+            if mine.empty:
+                continue
+            row = {"graft": graft.name, "groups": " ".join(graft.groups),
+                   "source": graft.source, "mode": mode}
+            for role, label in (("graft", "vs target"), ("graft-vs-source", "vs source")):
+                found = mine[mine["role"] == role]
+                if found.empty:
+                    continue
+                c = found.iloc[0]
+                row[label] = (f"{c['estimate']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}] "
+                              f"{c['verdict']}")
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def weights_summary(changes: pd.DataFrame) -> pd.DataFrame:
+    """`study_weight_changes` at each arm's last step, averaged over training seeds: per
+    (arm, group) the relative change and the delta's effective rank."""
+    last = changes[changes["step"] == changes.groupby("arm")["step"].transform("max")]
+    table = last.groupby(["arm", "group"], as_index=False)[["relative", "delta_rank"]].mean()
+    table.insert(1, "step", table["arm"].map(last.groupby("arm")["step"].max()))
+    return table.round({"relative": 4, "delta_rank": 2})
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -170,6 +205,30 @@ def _scatter(headroom: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def _grafts_and_weights(study: StudyConfig, cells: pd.DataFrame, out: Path) -> list[str]:
+    """The grafting table and the weight changes (files and report sections)."""
+    from harness.study.weight_changes import study_weight_changes
+
+    parts: list[str] = []
+    grafts = grafting_table(study, cells) if study.grafts and len(cells) else pd.DataFrame()
+    if len(grafts):
+        (out / "grafting.md").write_text(markdown_table(grafts) + "\n")
+        (out / "grafting.tex").write_text(latex_table(grafts))
+        parts += ["## Grafting", "", "Each graft is the target's model with the listed "
+                  "parameter groups of the source's (same training seed), compared with both.",
+                  "", markdown_table(grafts), ""]
+    changes = study_weight_changes(study)
+    if len(changes):
+        changes.to_csv(out / "weights.csv", index=False)
+        summary = weights_summary(changes)
+        (out / "weights.md").write_text(markdown_table(summary) + "\n")
+        parts += ["## Weight changes", "", "Relative change ||trained - start|| / ||start|| "
+                  "per parameter group at the last step, and the mean entropy-based effective "
+                  "rank of the group's weight deltas (training seeds averaged; every saved "
+                  "step in weights.csv).", "", markdown_table(summary), ""]
+    return parts
+
+
 def write_report(study: StudyConfig, analysis: StudyAnalysis, out: str | Path, *,
                  jobs: pd.DataFrame | None = None) -> Path:
     """Write the study's folder (see module); returns the path of ``report.md``."""
@@ -198,6 +257,7 @@ def write_report(study: StudyConfig, analysis: StudyAnalysis, out: str | Path, *
         _scatter(analysis.headroom, out / "headroom.png")
         parts += ["## Headroom", "", markdown_table(association), "",
                   "![headroom](headroom.png)", ""]
+    parts += _grafts_and_weights(study, cells, out)
     if jobs is not None and len(jobs):
         wall = jobs.groupby("job")["wall_s"].sum()
         parts += ["## Compute", "", "; ".join(f"{k}: {v:.0f} s" for k, v in wall.items()), ""]

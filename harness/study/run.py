@@ -82,10 +82,13 @@ class EvalJob:
 
 
 def _ordered(study: StudyConfig) -> list[Arm]:
-    """Baselines first (a partial study can already be analysed), then the rest in order."""
+    """Baselines first (a partial study can already be analysed), then the rest in order, and
+    grafts last (they are built from trained arms)."""
     arms = list(study.arms_resolved())
     bases = {a.baseline for a in arms}
-    return [a for a in arms if a.name in bases] + [a for a in arms if a.name not in bases]
+    first = [a for a in arms if a.name in bases]
+    return (first + [a for a in arms if a.name not in bases and a.graft is None]
+            + [a for a in arms if a.name not in bases and a.graft is not None])
 
 
 def plan_study(study: StudyConfig) -> tuple[list[TrainJob], list[EvalJob]]:
@@ -114,6 +117,8 @@ def _stored_counts(store: Store, study: StudyConfig) -> dict[tuple[str, str], in
 def _trained_step(job: TrainJob) -> int:
     from harness.train.checkpoint import latest_checkpoint, load_checkpoint_meta
 
+    if job.arm.graft is not None:  # built, not trained: done once its checkpoint exists
+        return job.arm.recipe.updates if job.checkpoint.exists() else -1
     latest = latest_checkpoint(job.checkpoint.parent)
     return int(load_checkpoint_meta(latest)["step"]) if latest is not None else -1
 
@@ -174,6 +179,28 @@ def _train(job: TrainJob, store: Store, study: StudyConfig, say: Callable[[str],
             time.perf_counter() - started)
 
 
+def _graft(job: TrainJob, store: Store, study: StudyConfig, say: Callable[[str], None]) -> None:
+    """Build a graft arm's model from its source's and target's checkpoints (same seed; a
+    one-model target's only seed)."""
+    from harness.study.weights import graft_checkpoint
+
+    assert job.arm.graft is not None
+    started = time.perf_counter()
+    graft = job.arm.graft
+    target = study.arm(graft.target)
+    source = TrainJob(study.arm(graft.source), job.seed).checkpoint
+    into = TrainJob(target, job.seed if job.seed in target.seeds else target.seeds[0]).checkpoint
+    missing = [str(p) for p in (source, into) if not p.exists()]
+    if missing:
+        raise HarnessError(f"graft {job.arm.name!r} needs {' and '.join(missing)}; run arms "
+                           f"{graft.source!r} and {graft.target!r} first")
+    say(f"{job.arm.name} seed {job.seed}: grafting {', '.join(graft.groups)} of "
+        f"{graft.source} into {graft.target}")
+    graft_checkpoint(into, source, graft.groups, job.checkpoint)
+    _record(store, study, job.arm, job.seed, "graft", f"study-{study.name}-{job.arm.name}",
+            time.perf_counter() - started)
+
+
 def _identity(study: StudyConfig, arm: Arm, seed: int) -> dict[str, Any]:
     return {"study": study.name, "arm": arm.name, "train_seed": int(seed),
             "recipe": arm.recipe.to_dict(), "eval": asdict(study.eval)}
@@ -219,7 +246,9 @@ def run_study(study: StudyConfig, *, on_event: Callable[[str], None] | None = No
             pending = [j for j in mine if counts.get((j.run_id, j.policy_id), 0) < j.expected]
             if not pending:
                 continue  # every episode of this model is stored
-            if not job.checkpoint.exists():
+            if not job.checkpoint.exists() and job.arm.graft is not None:
+                _graft(job, store, study, say)
+            elif not job.checkpoint.exists():
                 say(f"{job.arm.name} seed {job.seed}: training "
                     f"({job.arm.recipe.updates} updates)")
                 _train(job, store, study, say)

@@ -96,3 +96,27 @@ def test_cli_user_errors_exit_2(cli, tmp_path, capsys):
     path = write_study(tmp_path)
     assert cli(["study", "report", path]) == 2
     assert "no results database" in capsys.readouterr().err
+
+
+def test_a_graft_is_compared_with_its_target_and_its_source(tmp_path):
+    from harness.study.report import grafting_table
+
+    path = write_study(tmp_path, eval_section=BIG_EVAL)
+    with open(path, "a") as handle:
+        handle.write(f'\n[[grafts]]\nname = "g-mlp"\nsource = "{GOOD}"\ngroups = ["mlp"]\n')
+    study = load_study_config(path)
+    rates = {a.name: 0.4 for a in study.arms_resolved()}
+    rates[GOOD] = rates["g-mlp"] = 0.75  # the graft carries the whole effect
+    write_scripted_episodes(study, rates, np.random.default_rng(0),
+                            task_rates=np.linspace(-0.2, 0.2, 20))
+    cells = analyse_study(study).cells
+    mine = cells[(cells["arm"] == "g-mlp") & (cells["mode"] == "greedy")].set_index("role")
+    assert mine.loc["graft", "baseline"] == "start" and mine.loc["graft", "verdict"] == "better"
+    assert mine.loc["graft-vs-source", "baseline"] == GOOD
+    assert mine.loc["graft-vs-source", "verdict"] in ("equivalent", "inconclusive")
+    assert (cells.loc[cells["role"] == "cell", "family"] == 4).all()  # grafts not in the family
+    table = grafting_table(study, cells).set_index("mode")
+    assert table.loc["greedy", "groups"] == "mlp" and table.loc["greedy", "source"] == GOOD
+    assert table.loc["greedy", "vs target"].endswith("better")
+    assert table.loc["greedy", "vs source"].startswith(
+        f"{mine.loc['graft-vs-source', 'estimate']:+.3f}")

@@ -62,3 +62,39 @@ def test_unknown_baseline(tmp_path):
     open(path, "w").write(text)
     with pytest.raises(UnknownNameError, match="did you mean"):
         load_study_config(path)
+
+
+GRAFT = ('\n[[grafts]]\nname = "g-mlp"\nsource = "lr=0.0003,kl_coef=0.04"\n'
+         'groups = ["mlp", "layer:1"]\n')
+
+
+def test_graft_arms_are_built_after_their_source(tmp_path):
+    path = write_study(tmp_path)
+    with open(path, "a") as handle:
+        handle.write(GRAFT)
+    study = load_study_config(path)
+    graft = study.arm("g-mlp")
+    assert graft.role == "graft" and graft.baseline == "start" and graft.seeds == (0, 1, 2)
+    assert graft.graft.source == "lr=0.0003,kl_coef=0.04"
+    assert graft.graft.groups == ("mlp", "layer:1") and graft.graft.target == "start"
+    train, evals = plan_study(study)
+    assert [j.arm.name for j in train[-3:]] == ["g-mlp"] * 3  # after what it is made of
+    assert train[-1].checkpoint.parent.parent.name == "t.g-mlp"
+    assert sum(j.arm.name == "g-mlp" for j in evals) == 6
+
+
+@pytest.mark.parametrize("graft, error, match", [
+    (GRAFT.replace("kl_coef=0.04", "kl_coef=0.05"), UnknownNameError, "source of graft"),
+    (GRAFT.replace('"mlp"', '"mpl"'), ConfigError, "graft 'g-mlp'.*did you mean 'mlp'"),
+    (GRAFT.replace('"layer:1"', '"layer:x"'), ConfigError, "group@LAYER or layer:N"),
+    (GRAFT.replace('source = "lr=0.0003,kl_coef=0.04"', 'source = "start"'), ConfigError,
+     "is not trained"),
+    (GRAFT.replace('groups', 'grups'), UnknownNameError, "grafts key 'grups'"),
+])
+def test_bad_grafts_fail_with_one_line(tmp_path, graft, error, match):
+    path = write_study(tmp_path)
+    with open(path, "a") as handle:
+        handle.write(graft)
+    with pytest.raises(error, match=match) as caught:
+        load_study_config(path)
+    assert "\n" not in str(caught.value)

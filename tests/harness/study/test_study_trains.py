@@ -36,6 +36,9 @@ def test_tiny_study_resumes_after_interruptions(tmp_path, monkeypatch):
                        )
     text = open(path).read().replace("seeds = [0, 1, 2]", "seeds = [0, 1]")
     text = text.replace("updates = 2\n", "updates = 2\ncheckpoint_every = 1\n")
+    # an entropy bonus: the weights move even when every group's rewards are equal
+    text = text.replace("kl_coef = 0.0\n", "kl_coef = 0.0\nentropy_coef = 0.05\n")
+    text += '\n[[grafts]]\nname = "g-mlp"\nsource = "lr=0.001"\ngroups = ["mlp"]\n'
     open(path, "w").write(text)
     study = load_study_config(path)
     from harness.train import trainer as trainer_module
@@ -76,8 +79,33 @@ def test_tiny_study_resumes_after_interruptions(tmp_path, monkeypatch):
     frame = study_frame(study)
     key = ["run_id", "policy", "suite", "task_id", "eval_seed", "sample"]
     assert not frame.duplicated(key).any()
-    assert len(frame) == (2 * 2 + 1) * (3 * 2 + 3 * 2 * 2)
+    assert len(frame) == (2 * 2 + 1 + 2) * (3 * 2 + 3 * 2 * 2)
     assert set(frame["train_seed"].dropna().astype(int)) == {0, 1}
+    _graft_and_weights_are_reported(study, tmp_path)
+
+
+def _graft_and_weights_are_reported(study, tmp_path):
+    from harness.study.analysis import analyse_study
+    from harness.study.report import write_report
+    from harness.study.run import TrainJob
+    from harness.study.weights import change_norms
+
+    graft = TrainJob(study.arm("g-mlp"), 1).checkpoint
+    source = TrainJob(study.arm("lr=0.001"), 1).checkpoint
+    start = TrainJob(study.arm("start"), 0).checkpoint
+    to_source = change_norms(source, graft).set_index("name")
+    to_start = change_norms(start, graft).set_index("name")
+    mlp = to_source.index.str.contains(".mlp.")
+    assert (to_source.loc[mlp, "delta_norm"] == 0).all()  # the MLP is the trained one's
+    assert (to_start.loc[~mlp, "delta_norm"] == 0).all()  # everything else the start's
+    assert (change_norms(start, source)["delta_norm"] > 0).any()
+    report = write_report(study, analyse_study(study), tmp_path / "report")
+    text = report.read_text()
+    assert "## Grafting" in text and "## Weight changes" in text
+    weights = (tmp_path / "report" / "weights.csv").read_text().splitlines()
+    assert weights[0] == "arm,seed,step,group,delta_norm,relative,delta_rank"
+    assert {line.split(",")[0] for line in weights[1:]} == {"lr=0.0001", "lr=0.001"}
+    assert "g-mlp" in (tmp_path / "report" / "grafting.md").read_text()
     from harness.store import Store
     from harness.study.analysis import analyse_study
     from harness.study.report import write_report
