@@ -150,7 +150,8 @@ def scaffold_specs(policies: list[Policy]) -> dict[str, Any]:
 
 
 def provenance() -> dict[str, Any]:
-    """Code version, package versions and host, stored with every run (read once per
+    """Code version, package versions, host and compute (`harness.compute`: CPU model and
+    flags, torch and BLAS) under ``packages["compute"]``, stored with every run (read once per
     process: a git call and nine package lookups cost ~50 ms, a run of cheap episodes less);
     and, when a suite of the run has loaded the sandbox, what contains its commands (user
     namespace, seccomp profile version, limits: `tasks.sandbox.containment`), stored with the
@@ -176,6 +177,9 @@ def _provenance() -> dict[str, Any]:
             packages[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
+    from harness.compute import compute_provenance, describe_compute
+
+    packages["compute"] = describe_compute(compute_provenance())
     return {"code_version": code or packages.get("agent-rl-harness", "unknown"),
             "packages": packages, "host": platform.node(), "python": platform.python_version()}
 

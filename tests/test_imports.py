@@ -33,7 +33,7 @@ LAYER = {  # a module may import modules of the same or a lower layer
     "harness.core": 0,
     "harness.records": 1, "harness.store": 1, "harness.episode_writer": 1,
     "harness.sqlite_batch": 1, "harness.writer_process": 1, "harness.stats": 1, "harness.policies": 1,
-    "harness.episodes": 1, "harness.claims": 1,
+    "harness.episodes": 1, "harness.claims": 1, "harness.compute": 1,
     "harness.config": 2, "harness.runner": 2, "harness.train": 2, "harness.report": 2,
     "harness.audit": 2, "harness.serve": 2, "harness.signal_eval": 2, "harness.executors": 2,
     "harness.view": 2, "harness.study": 2, "harness.orchestrator": 2,

@@ -67,6 +67,8 @@ class ReportSummary:
     n_suites: int
     split: str | None
     n_audits: int
+    computes: tuple[str, ...] = ()
+    """The machines the runs' figures came from (`harness.compute`), one line each."""
 
 
 def _load(store: Store, options: ReportOptions) -> pd.DataFrame:
@@ -279,5 +281,7 @@ def build_report(db: str | os.PathLike, out: str | os.PathLike, *, command: str,
     (out / "README.md").write_text(_readme(tables, figure_files, provenance, out),
                                    encoding="utf-8")
     files += [*figure_files, page, out / "provenance.json", out / "README.md"]
+    computes = tuple(sorted({r["packages"]["compute"] for r in provenance["runs"]
+                             if r.get("packages", {}).get("compute")}))
     return ReportSummary(out, page, tuple(files), len(frame), int(frame["policy"].nunique()),
-                         int(frame["suite"].nunique()), split, len(audits))
+                         int(frame["suite"].nunique()), split, len(audits), computes)

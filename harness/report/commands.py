@@ -62,4 +62,6 @@ def cmd_report(args: argparse.Namespace) -> int:
           f"{summary.n_audits} audits: {len(summary.files)} files in {summary.out}")
     print(f"  page   {summary.page}")
     print(f"  tables {summary.out / 'tables'} (tables.tex compiles with pdflatex)")
+    for compute in summary.computes:
+        print(f"  compute {compute}")
     return 0

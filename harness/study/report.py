@@ -22,7 +22,7 @@ import pandas as pd
 
 from harness.study.analysis import StudyAnalysis
 from harness.study.config import StudyConfig
-from harness.study.provenance import describe_compute
+from harness.compute import describe_compute
 
 __all__ = ["write_report", "methods_paragraph", "verdict_table", "grafting_table",
            "weights_summary"]

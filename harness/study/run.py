@@ -33,7 +33,7 @@ from harness.core import HarnessError
 from harness.runner import provenance, run_async
 from harness.store import Store, TableSet, encode_json
 from harness.study.config import Arm, StudyConfig
-from harness.study.provenance import compute_provenance
+from harness.compute import compute_provenance
 
 __all__ = ["TrainJob", "EvalJob", "plan_study", "study_status", "run_study", "run_id_of",
            "policy_id_of", "STUDY_TABLES", "load_study_jobs"]

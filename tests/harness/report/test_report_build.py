@@ -32,6 +32,9 @@ def test_report_command_writes_the_folder(small_db, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "report of 182 episodes (5 policies x 2 suites, tables on split test) and 1 audits" \
         in printed
+    from harness.compute import compute_provenance, describe_compute
+
+    assert f"  compute {describe_compute(compute_provenance())}" in printed  # the audit's runs
     for name in ("index.html", "README.md", "provenance.json", "tables/tables.tex",
                  "tables/leaderboard.md", "tables/comparisons.tex", "tables/pass-at-k.md",
                  "tables/audit-summary.tex", "figures/forest-alpha@1.pdf",

@@ -1,9 +1,11 @@
-"""Provenance of compute: the machine a study's figures came from.
+"""Provenance of compute: the machine figures came from.
 
 Training and evaluation on a CPU are not bit-identical across instruction sets (AVX2 vs
-AVX-512/AMX kernels reorder floating-point sums), so every study job records the CPU model,
-its vector-instruction flags, core and thread counts, the torch and BLAS versions and the
-determinism settings, and the report prints them next to the verdicts. Read without
+AVX-512/AMX kernels reorder floating-point sums), so every run (evaluation or training, with
+the run's other provenance: `harness.orchestrator.provenance`) and every study job records
+the CPU model, its vector-instruction flags, core and thread counts, the torch and BLAS
+versions and the determinism settings; `harness report` and `harness study report` print
+them. Read without
 importing torch (package metadata and ``/proc/cpuinfo``).
 """
 
