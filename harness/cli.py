@@ -269,6 +269,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.tasks_cli",
     "harness.train.cli",
     "harness.study.cli",
+    "harness.merge.cli",
     "harness.data",
     "harness.view.commands",
 )

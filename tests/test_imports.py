@@ -36,7 +36,7 @@ LAYER = {  # a module may import modules of the same or a lower layer
     "harness.episodes": 1, "harness.claims": 1, "harness.compute": 1,
     "harness.config": 2, "harness.runner": 2, "harness.train": 2, "harness.report": 2,
     "harness.audit": 2, "harness.serve": 2, "harness.signal_eval": 2, "harness.executors": 2,
-    "harness.view": 2, "harness.study": 2, "harness.orchestrator": 2,
+    "harness.view": 2, "harness.study": 2, "harness.orchestrator": 2, "harness.merge": 2,
     "harness.cli": 3, "harness.bench": 3, "harness.quickstart": 3, "harness.env_bench": 3,
     "harness.tasks_cli": 3, "harness.data": 3,
 }
@@ -44,7 +44,7 @@ CONTRACT = ("tasks", "tasks.base", "tasks.plugins", "tasks.datasets", "tasks.emb
             "tasks.sandboxed_env")
 """What of `tasks` the engine may import (with every ``tasks.sandbox*`` module)."""
 FRONT_END_LAYER = 3
-TORCH_ALLOWED = ("harness/train/", "harness/policies/", "signals/")
+TORCH_ALLOWED = ("harness/train/", "harness/policies/", "harness/merge/", "signals/")
 MODULE_STRING = re.compile(r"^(harness|tasks|signals)(\.[A-Za-z_]\w*)*(:[A-Za-z_][\w.]*)?$")
 
 
