@@ -256,6 +256,7 @@ BENCHES = {
     "train": "harness.train.bench:train_report",
     "ray": "harness.executors.bench:ray_report",
     "view": "harness.view.bench:view_report",
+    "merge": "harness.merge.bench:merge_report",
 }
 """The engine's `harness bench NAME` -> ``"module:function"``; the function takes the parsed
 arguments and returns the lines to print (each figure next to its same-run baseline). Families

@@ -34,7 +34,7 @@ import numpy as np
 from harness.core import ConfigError
 
 __all__ = ["METHODS", "MergeParams", "linear", "task_arithmetic", "ties", "ram", "ramplus_tl",
-           "ramplus", "ram_counts", "trim_to_density", "changed"]
+           "ramplus", "ram_counts", "trim_to_density", "trim_threshold", "trim_mask", "changed"]
 
 METHODS = ("linear", "task_arithmetic", "ties", "ram", "ramplus", "ramplus_tl")
 NEEDS_BASE = frozenset(METHODS) - {"linear"}
@@ -93,24 +93,50 @@ def task_arithmetic(models: np.ndarray, base: np.ndarray,
 
 
 def trim_to_density(delta: np.ndarray, density: float) -> np.ndarray:
-    """`delta` with all but its ``int(density * size)`` largest magnitudes set to zero."""
+    """`delta` with all but its ``int(density * size)`` largest magnitudes set to zero (the
+    earlier entry first among equal magnitudes)."""
     if density >= 1:
         return delta
-    keep = int(density * delta.size)
+    threshold, budget = trim_threshold(np.abs(delta).reshape(-1).astype(np.float32), density)
+    return np.where(trim_mask(np.abs(delta).astype(np.float32), threshold, [budget]), delta, 0.0)
+
+
+def trim_threshold(magnitudes: np.ndarray, density: float) -> tuple[float, int]:
+    """(threshold, budget) that keep the ``int(density * size)`` largest of `magnitudes`
+    (float32, flat: ranked in float32 as mergekit ranks; an exact float64 delta rounds to
+    the same float32 value): every magnitude above the threshold, and the first `budget` equal
+    to it."""
+    keep = int(density * magnitudes.size)
     if keep <= 0:
-        raise ConfigError(f"density {density} keeps no entry of a tensor of {delta.size}")
-    # ranked in float32, as mergekit ranks (its deltas are float32; an exact float64 delta
-    # rounds to the same float32 value), so near-equal magnitudes order the same way
-    flat = np.abs(delta).reshape(-1).astype(np.float32)
-    mask = np.zeros(delta.size, dtype=bool)
-    mask[np.argsort(-flat, kind="stable")[:keep]] = True
-    return np.where(mask.reshape(delta.shape), delta, 0.0)
+        raise ConfigError(f"density {density} keeps no entry of a tensor of {magnitudes.size}")
+    threshold = np.partition(magnitudes, magnitudes.size - keep)[magnitudes.size - keep]
+    return float(threshold), keep - int((magnitudes > threshold).sum())
 
 
-def ties(models: np.ndarray, base: np.ndarray, params: MergeParams = MergeParams()) -> np.ndarray:
+def trim_mask(magnitudes: np.ndarray, threshold: float, budget: list[int]) -> np.ndarray:
+    """Which entries of a chunk of magnitudes (float32) `trim_threshold` keeps; ``budget[0]``
+    (the equal entries still to keep) is spent in order, so chunks in order agree with the
+    whole tensor at once."""
+    mask = magnitudes > np.float32(threshold)
+    if budget[0] > 0:
+        equal = np.flatnonzero(magnitudes.reshape(-1) == np.float32(threshold))[:budget[0]]
+        mask.reshape(-1)[equal] = True
+        budget[0] -= len(equal)
+    return mask
+
+
+def ties(models: np.ndarray, base: np.ndarray, params: MergeParams = MergeParams(), *,
+         keep: np.ndarray | None = None) -> np.ndarray:
+    """`keep`: which delta entries each model keeps (``(n_models, *shape)``, from
+    `trim_threshold`/`trim_mask` over the whole tensor when `models` is a chunk of it);
+    None: trimmed here, `models` being whole tensors."""
     n = len(models)
     w, densities = params.weights_for(n), params.densities_for(n)
-    deltas = np.stack([trim_to_density(models[i] - base, densities[i]) for i in range(n)])
+    deltas = models - base
+    if keep is None:
+        deltas = np.stack([trim_to_density(deltas[i], densities[i]) for i in range(n)])
+    else:
+        deltas = np.where(keep, deltas, 0.0)
     weighted = _expand(w, deltas) * deltas
     majority = np.where(weighted.sum(axis=0) >= 0, 1.0, -1.0)
     agree = np.sign(weighted) == majority
@@ -138,17 +164,18 @@ def ram(models: np.ndarray, base: np.ndarray, params: MergeParams = MergeParams(
     return base + merged
 
 
-def ramplus_tl(models: np.ndarray, base: np.ndarray,
-               params: MergeParams = MergeParams()) -> np.ndarray:
+def ramplus_tl(models: np.ndarray, base: np.ndarray, params: MergeParams = MergeParams(), *,
+               counts: np.ndarray | None = None) -> np.ndarray:
+    """`counts`: `ram_counts` of the whole tensor when `models` is a chunk of it (None:
+    counted here, `models` being whole tensors)."""
     r = 0.1 if params.r is None else params.r
-    kept, mask, counts, unique, shared = _ram_parts(models, base, params.epsilon)
-    axes = tuple(range(1, models.ndim))
-    n_shared = (mask & shared).sum(axis=axes)
-    n_unique = (mask & unique).sum(axis=axes)
-    rho = n_shared / np.maximum(n_unique, params.epsilon)
+    kept, mask, changes, unique, shared = _ram_parts(models, base, params.epsilon)
+    if counts is None:
+        counts = ram_counts(models, base, params.epsilon)
+    rho = counts[:, 0] / np.maximum(counts[:, 1], params.epsilon)
     scale = _expand(1 + r * np.clip(rho, 0, params.alpha), models)
     merged = (kept * unique * scale).sum(axis=0) + (kept * shared).sum(axis=0) / np.maximum(
-        counts, 1)
+        changes, 1)
     return base + merged
 
 

@@ -1,8 +1,10 @@
-"""Merging whole models, tensor by tensor: `merge_models` reads one parameter of every model
-at a time from ``model.safetensors`` (`safetensors.safe_open`), merges it
-(`harness.merge.methods`) and writes the result, so a 7B merge holds a few tensors in memory,
-not several models. ``ramplus`` reads the models twice (its first pass counts each model's
-shared and unique changes over the whole model).
+"""Merging whole models, one parameter at a time: `merge_models` reads one parameter of every
+model (`harness.merge.safetensors_io`: plain reads, no memory map), merges it in chunks of
+`CHUNK` entries in float64 (`harness.merge.methods`; TIES's trim thresholds and RAM+'s
+counts are taken over the whole parameter first) and writes shards as they fill, so a merge
+holds the current parameter of each model and one shard, not several models. ``ramplus``
+reads the models twice (its first pass counts each model's shared and unique changes over
+the whole model).
 
 A model is a Hugging Face folder (``model.safetensors``, or shards listed by
 ``model.safetensors.index.json``) or a LoRA adapter folder (``adapter_config.json`` and
@@ -11,9 +13,9 @@ A model is a Hugging Face folder (``model.safetensors``, or shards listed by
 against their common base.
 
 The output is a checkpoint folder: the base's (or first model's) configuration and tokenizer
-files, ``model.safetensors``, and ``checkpoint.json`` with the merge recipe (method, models,
-weights, densities, epsilon, r, alpha) under ``merge``, which ``harness run --policy
-checkpoint:OUT`` evaluates.
+files, the weights (``model.safetensors``, or shards of about ``shard_bytes`` and their
+index), and ``checkpoint.json`` with the merge recipe (method, models, base, options) under
+``merge``, which ``harness run --policy checkpoint:OUT`` evaluates.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -30,37 +32,40 @@ import numpy as np
 
 from harness.core import ConfigError, HarnessError, UnknownNameError
 from harness.merge import methods as m
+from harness.merge.safetensors_io import SafetensorsFile
 
-__all__ = ["merge_models", "ModelReader"]
+__all__ = ["merge_models", "ModelReader", "CHUNK"]
 
 WEIGHTS = "model.safetensors"
 INDEX = "model.safetensors.index.json"
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
+CHUNK = 1 << 20
+"""Entries merged at once (float64 work arrays of a few times this)."""
 COPIED = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
           "special_tokens_map.json", "chat_template.jinja", "vocab.json", "merges.txt",
           "tokenizer.model", "harness_tiny.json")
 
 
 class ModelReader:
-    """The tensors of one model folder, by name, one at a time (a context manager)."""
+    """The parameters of one model folder, by name, one at a time (a context manager)."""
 
     def __init__(self, path: str | Path, base: "ModelReader | None" = None):
         self.path = Path(path)
         self.base = base
-        self._stack = contextlib.ExitStack()
-        self._where: dict[str, Any] = {}
-        self._adapter: Any = None
+        self._files: list[SafetensorsFile] = []
+        self._where: dict[str, SafetensorsFile] = {}
+        self._adapter: SafetensorsFile | None = None
         self._lora: dict[str, tuple[str, str, float]] = {}
         if (self.path / ADAPTER_CONFIG).is_file():
             if base is None:
                 raise ConfigError(f"{path} is a LoRA adapter: give its base model (--base)")
             self._open_adapter()
-        else:
-            for file in self._weight_files():
-                handle = self._stack.enter_context(_safe_open(file))
-                for name in handle.keys():
-                    self._where[name] = handle
+            return
+        for file in self._weight_files():
+            handle = SafetensorsFile(file)
+            self._files.append(handle)
+            self._where.update({name: handle for name in handle.names()})
 
     def _weight_files(self) -> list[Path]:
         if (self.path / WEIGHTS).is_file():
@@ -74,11 +79,11 @@ class ModelReader:
     def _open_adapter(self) -> None:
         config = json.loads((self.path / ADAPTER_CONFIG).read_text())
         scaling = float(config.get("lora_alpha", 8)) / float(config.get("r", 8))
-        self._adapter = self._stack.enter_context(_safe_open(self.path / ADAPTER_WEIGHTS))
-        for name in self._adapter.keys():
+        self._adapter = SafetensorsFile(self.path / ADAPTER_WEIGHTS)
+        self._files.append(self._adapter)
+        for name in self._adapter.names():
             if ".lora_A." in name:
-                prefix = name.split(".lora_A.")[0]
-                target = prefix.removeprefix("base_model.model.") + ".weight"
+                target = name.split(".lora_A.")[0].removeprefix("base_model.model.") + ".weight"
                 self._lora[target] = (name, name.replace(".lora_A.", ".lora_B."), scaling)
 
     def names(self) -> list[str]:
@@ -91,61 +96,96 @@ class ModelReader:
             return self.base.names()
         return sorted(self._where)
 
-    def get(self, name: str) -> np.ndarray:
-        """Parameter `name` as float64."""
+    def read(self, name: str) -> np.ndarray:
+        """Parameter `name` in its stored precision (an adapter's: float64)."""
         if self._adapter is not None:
             assert self.base is not None
-            tensor = self.base.get(name)
+            tensor = self.base.read(name)
             if name in self._lora:
                 a_name, b_name, scaling = self._lora[name]
-                a = self._adapter.get_tensor(a_name).double().numpy()
-                b = self._adapter.get_tensor(b_name).double().numpy()
+                a = self._adapter.read(a_name).astype(np.float64)
+                b = self._adapter.read(b_name).astype(np.float64)
                 tensor = tensor + (b @ a) * scaling
             return tensor
-        return self._where[name].get_tensor(name).double().numpy()
+        return self._where[name].read(name)
 
-    def dtype(self, name: str) -> Any:
+    def get(self, name: str) -> np.ndarray:
+        """Parameter `name` as float64."""
+        return self.read(name).astype(np.float64)
+
+    def dtype(self, name: str) -> str:
+        """The safetensors dtype code the output keeps (``F32``, ``BF16``, ...)."""
         if self._adapter is not None:
             assert self.base is not None
             return self.base.dtype(name)
-        return self._where[name].get_tensor(name).dtype
+        return self._where[name].dtype(name)
 
     def __enter__(self) -> "ModelReader":
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stack.close()
+        for handle in self._files:
+            handle.close()
 
 
-def _safe_open(path: Path) -> Any:
-    from safetensors import safe_open
-
-    return safe_open(str(path), "pt")
+def _chunks(size: int) -> list[slice]:
+    return [slice(start, min(start + CHUNK, size)) for start in range(0, size, CHUNK)]
 
 
-def _merge_one(method: str, stack: np.ndarray, base: np.ndarray | None,
-               params: m.MergeParams, totals: np.ndarray | None) -> np.ndarray:
-    if method == "linear":
-        return m.linear(stack, params)
-    assert base is not None
-    if method == "ramplus":
-        assert totals is not None
-        return m.ramplus(stack, base, params, totals=totals)
-    return {"task_arithmetic": m.task_arithmetic, "ties": m.ties, "ram": m.ram,
-            "ramplus_tl": m.ramplus_tl}[method](stack, base, params)
+def _ties_keep(tensors: list[np.ndarray], base: np.ndarray, params: m.MergeParams
+               ) -> list[tuple[float, list[int]] | None]:
+    """Per model, TIES's trim threshold and budget over the whole parameter (None: kept)."""
+    plans: list[tuple[float, list[int]] | None] = []
+    for density, tensor in zip(params.densities_for(len(tensors)), tensors):
+        if density >= 1:
+            plans.append(None)
+            continue
+        magnitudes = np.abs(tensor.astype(np.float64).reshape(-1) -
+                            base.astype(np.float64).reshape(-1)).astype(np.float32)
+        threshold, budget = m.trim_threshold(magnitudes, density)
+        plans.append((threshold, [budget]))
+    return plans
 
 
-def _tensors(readers: Sequence[ModelReader], base: ModelReader | None,
-             names: Sequence[str]) -> Iterator[tuple[str, np.ndarray, np.ndarray | None]]:
-    for name in names:
-        stack = np.stack([r.get(name) for r in readers])
-        yield name, stack, (base.get(name) if base is not None else None)
+def _merge_parameter(method: str, tensors: list[np.ndarray], base: np.ndarray | None,
+                     params: m.MergeParams, totals: np.ndarray | None) -> np.ndarray:
+    """One parameter merged chunk by chunk; float32 out (float64 for float64 inputs)."""
+    shape = tensors[0].shape
+    flat = [t.reshape(-1) for t in tensors]
+    flat_base = base.reshape(-1) if base is not None else None
+    out = np.empty(flat[0].size, dtype=np.float64 if tensors[0].dtype == np.float64
+                   else np.float32)
+    keep_plans = _ties_keep(tensors, base, params) if method == "ties" else None
+    counts = None
+    if method == "ramplus_tl":
+        counts = sum(m.ram_counts(np.stack([f[c].astype(np.float64) for f in flat]),
+                                  flat_base[c].astype(np.float64), params.epsilon)
+                     for c in _chunks(out.size))
+    for chunk in _chunks(out.size):
+        stack = np.stack([f[chunk].astype(np.float64) for f in flat])
+        b = flat_base[chunk].astype(np.float64) if flat_base is not None else None
+        if method == "linear":
+            value = m.linear(stack, params)
+        elif method == "task_arithmetic":
+            value = m.task_arithmetic(stack, b, params)
+        elif method == "ties":
+            keep = np.stack([np.ones(stack.shape[1], dtype=bool) if plan is None else
+                             m.trim_mask(np.abs(stack[i] - b).astype(np.float32), *plan)
+                             for i, plan in enumerate(keep_plans)])
+            value = m.ties(stack, b, params, keep=keep)
+        elif method == "ram":
+            value = m.ram(stack, b, params)
+        elif method == "ramplus_tl":
+            value = m.ramplus_tl(stack, b, params, counts=counts)
+        else:
+            value = m.ramplus(stack, b, params, totals=totals)
+        out[chunk] = value
+    return out.reshape(shape)
 
 
 class _ShardWriter:
-    """Writes merged tensors in shards of about `shard_bytes` (``model.safetensors`` when one
-    is enough, else ``model-0000K-of-0000N.safetensors`` and the index), so the output never
-    sits in memory whole."""
+    """Writes merged parameters in shards of about `shard_bytes` (``model.safetensors`` when
+    one is enough, else ``model-0000K-of-0000N.safetensors`` and the index)."""
 
     def __init__(self, folder: Path, shard_bytes: int):
         self.folder, self.shard_bytes = folder, shard_bytes
@@ -153,9 +193,14 @@ class _ShardWriter:
         self.size = 0
         self.written: list[tuple[Path, list[str]]] = []
 
-    def add(self, name: str, tensor: Any) -> None:
-        self.pending[name] = tensor
-        self.size += tensor.numel() * tensor.element_size()
+    def add(self, name: str, value: np.ndarray, dtype: str) -> None:
+        import torch
+
+        tensor = torch.from_numpy(np.ascontiguousarray(value))
+        target = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
+                  "BF16": torch.bfloat16}.get(dtype)
+        self.pending[name] = tensor.to(target) if target is not None else tensor
+        self.size += self.pending[name].numel() * self.pending[name].element_size()
         if self.size >= self.shard_bytes:
             self._flush()
 
@@ -183,20 +228,23 @@ class _ShardWriter:
                                                     indent=1, sort_keys=True))
 
 
-def merge_models(method: str, models: Sequence[str | Path], out: str | Path, *,
-                 base: str | Path | None = None, params: m.MergeParams = m.MergeParams(),
-                 shard_bytes: int = 1 << 30) -> Path:
-    """Merge `models` with `method` (against `base` for every method but linear) into the
-    checkpoint folder `out` (see module), in shards of about `shard_bytes`; returns `out`."""
-    import torch
-
+def _check(method: str, models: Sequence[str | Path], base: str | Path | None) -> None:
     if method not in m.METHODS:
         raise UnknownNameError("merge method", method, m.METHODS)
     if method in m.NEEDS_BASE and base is None:
         raise ConfigError(f"{method} merges in delta space: give the common base (--base)")
     if len(models) < 2 and method != "task_arithmetic":
         raise ConfigError(f"{method} needs at least two models, got {len(models)}")
+
+
+def merge_models(method: str, models: Sequence[str | Path], out: str | Path, *,
+                 base: str | Path | None = None, params: m.MergeParams = m.MergeParams(),
+                 shard_bytes: int = 512 << 20) -> Path:
+    """Merge `models` with `method` (against `base` for every method but linear) into the
+    checkpoint folder `out` (see module), in shards of about `shard_bytes`; returns `out`."""
+    _check(method, models, base)
     out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
     with contextlib.ExitStack() as stack:
         base_reader = stack.enter_context(ModelReader(base)) if base is not None else None
         readers = [stack.enter_context(ModelReader(p, base_reader)) for p in models]
@@ -206,16 +254,17 @@ def merge_models(method: str, models: Sequence[str | Path], out: str | Path, *,
                 raise HarnessError(f"{path} and {models[0]} have different parameters")
         totals = None
         if method == "ramplus":  # the first pass: changes counted over the whole model
-            totals = sum(m.ram_counts(s, b, params.epsilon)
-                         for _, s, b in _tensors(readers, base_reader, names))
-        tmp = out.with_name(out.name + ".tmp")
+            totals = sum(m.ram_counts(np.stack([r.get(n) for r in readers]), base_reader.get(n),
+                                      params.epsilon) for n in names)
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
         shards = _ShardWriter(tmp, shard_bytes)
-        for name, tensors, base_tensor in _tensors(readers, base_reader, names):
-            value = _merge_one(method, tensors, base_tensor, params, totals)
-            shards.add(name, torch.from_numpy(value).to(readers[0].dtype(name)).contiguous())
+        for name in names:
+            tensors = [r.read(name) for r in readers]
+            base_tensor = base_reader.read(name) if base_reader is not None else None
+            shards.add(name, _merge_parameter(method, tensors, base_tensor, params, totals),
+                       readers[0].dtype(name))
         shards.close()
     source = Path(base) if base is not None and not (Path(base) / ADAPTER_CONFIG).is_file() \
         else Path(models[0])

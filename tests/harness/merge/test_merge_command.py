@@ -94,3 +94,15 @@ def test_output_larger_than_a_shard_is_sharded_with_an_index(inputs, tmp_path):
         assert a.names() == b.names()
         for name in a.names():
             assert np.array_equal(a.get(name), b.get(name))
+
+
+def test_bench_merge_prints_peak_memory_beside_loading_whole(monkeypatch):
+    from harness.merge import bench
+
+    monkeypatch.setattr(bench, "TENSORS", 2)
+    monkeypatch.setattr(bench, "PARAMETERS", 1 << 16)
+    lines = bench.merge_report(None)
+    assert lines[0].startswith("merge of 2 models over a base, 2 tensors")
+    assert "harness merge --method ties : peak RSS" in lines[1]
+    assert "loading the 3 models whole  : peak RSS" in lines[2]
+    assert float(lines[3].split(":")[1]) > 0
