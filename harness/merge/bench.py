@@ -1,8 +1,8 @@
 """`harness bench merge`: peak memory of a merge next to the size of the models it merges.
 
 Writes a base and two models of about 1 GiB each (float32, 32 tensors of 8 M parameters:
-the tensor sizes of a ~0.5B-parameter model's layers), then runs ``harness merge`` (TIES,
-density 0.5) in a child process and reads the child's peak resident memory
+the tensor sizes of a ~0.5B-parameter model's layers), then runs the merge of ``harness merge``
+(TIES, density 0.5) in a child process and reads the child's peak resident memory
 (``RUSAGE_CHILDREN``). The baseline, measured in the same run the same way, is a child that
 only loads the three models whole (``safetensors.torch.load_file``) and reads every value, as
 a merge that is not streamed would."""
@@ -22,6 +22,11 @@ LOAD_ALL = ("import sys\nfrom safetensors.torch import load_file\n"
             "models = [load_file(p + '/model.safetensors') for p in sys.argv[1:]]\n"
             "print(sum(float(t.sum()) for model in models for t in model.values()))\n")
 """The baseline: the three models loaded whole and every value read once."""
+MERGE = ("import sys\nfrom harness.merge.methods import MergeParams\n"
+         "from harness.merge.models import merge_models\n"
+         "merge_models('ties', sys.argv[2:4], sys.argv[4], base=sys.argv[1], "
+         "params=MergeParams(densities=(0.5,)))\n")
+"""What `harness merge --method ties --density 0.5` runs."""
 
 
 def _write_models(root: Path) -> list[Path]:
@@ -60,10 +65,8 @@ def merge_report(args: Any) -> list[str]:
         root = Path(tmp)
         base, a, b = _write_models(root)
         size_mib = sum((p / "model.safetensors").stat().st_size for p in (base, a, b)) / 2**20
-        merge_s, merge_mib = _peak_child_mib([
-            sys.executable, "-m", "harness.cli", "merge", "--method", "ties", "--base",
-            str(base), "--models", str(a), str(b), "--density", "0.5", "--out",
-            str(root / "merged")])
+        merge_s, merge_mib = _peak_child_mib([sys.executable, "-c", MERGE, str(base), str(a),
+                                              str(b), str(root / "merged")])
         load_s, load_mib = _peak_child_mib([sys.executable, "-c", LOAD_ALL, str(base), str(a),
                                             str(b)])
     return [f"merge of 2 models over a base, {TENSORS} tensors of {PARAMETERS >> 20} M "
