@@ -74,6 +74,8 @@ class RolloutConfig:
     engine: str = _help("'hf' (transformers, CPU or GPU) or 'vllm' (GPU, colocated, weights "
                         "synced after each update)", "hf")
     tasks_per_update: int = _help("tasks (groups) sampled from the train split per update", 16)
+    task_types: tuple[str, ...] = _help("train only on these task types of the train split "
+                                        "(a specialist; empty: every type)", ())
     group_size: int = _help("episodes per task from the same env seed (G of GRPO; DeepSeekMath "
                             "uses 64, verl-agent 8)", 8)
     context: str = _help("'step': one sample per step, prompt = the last `history` steps + "

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.core import derive_seed, make_rng
+from harness.core import UnknownNameError, derive_seed, make_rng
 from harness.executors.ray_envs import rollout_suite
 from harness.train.advantages import estimate, replace_inputs
 from harness.train.checkpoint import (checkpoint_dir_name, is_checkpoint, latest_checkpoint,
@@ -74,6 +74,7 @@ class Trainer:
         self.loaded: LoadedModel | None = None
         self.sft_history: list[dict[str, float]] = []
         self.last_metrics: dict[str, float] = {}
+        self.train = self.train_tasks()  # an unknown task type fails here, before any work
 
     # -- setup ------------------------------------------------------------------------------
     def prepare(self, on_sft_step: Callable[[int, dict], None] | None = None) -> None:
@@ -179,9 +180,22 @@ class Trainer:
                         pad_id=self.tokenization.pad_id, batch=c.rollout.generation_batch)
 
     # -- one update -------------------------------------------------------------------------
+    def train_tasks(self) -> list:
+        """The train split's tasks this recipe samples from (`rollout.task_types`)."""
+        train = self.suite.tasks("train")
+        wanted = self.config.rollout.task_types
+        if not wanted:
+            return train
+        known = sorted({t.task_type for t in train})
+        for name in wanted:
+            if name not in known:
+                raise UnknownNameError(f"task type of {self.suite.id}'s train split", name,
+                                       known)
+        return [t for t in train if t.task_type in wanted]
+
     def _rollout(self, step: int) -> RolloutBatch:
         r = self.config.rollout
-        train = self.suite.tasks("train")
+        train = self.train
         rng = make_rng(self.train_seed, "tasks", step)
         picks = rng.choice(len(train), size=min(r.tasks_per_update, len(train)), replace=False)
         tasks = [train[int(i)] for i in picks]

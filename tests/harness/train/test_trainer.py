@@ -182,3 +182,25 @@ def test_checkpoints_resolve_through_the_checkpoint_policy_reader(tmp_path, tiny
     assert latest.name == "step-000002"
     meta = read_checkpoint(latest)
     assert (meta["train_seed"], meta["step"]) == (5, 2)
+
+
+def test_a_specialist_trains_on_its_task_types_only(tmp_path, tiny_shape, monkeypatch):
+    config = recipe(tmp_path, tiny_shape, rollout={"task_types": ["far"]})
+    trainer = Trainer(config, 0, work_dir=tmp_path / "w")
+    assert trainer.train and {t.task_type for t in trainer.train} == {"far"}
+    assert len(trainer.train) < len(trainer.suite.tasks("train"))
+    trainer.prepare()
+    import harness.train.trainer as trainer_module
+
+    seen = []
+    real = trainer_module.collect
+    monkeypatch.setattr(trainer_module, "collect",
+                        lambda suite, tasks, *a, **k: seen.extend(tasks) or real(
+                            suite, tasks, *a, **k))
+    trainer.update()
+    assert seen and {t.task_type for t in seen} == {"far"}
+    from harness.core import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="did you mean 'far'"):
+        Trainer(recipe(tmp_path, tiny_shape, rollout={"task_types": ["fra"]}), 0,
+                work_dir=tmp_path / "x")
