@@ -176,6 +176,10 @@ def analyse_frame(study: StudyConfig, frame: pd.DataFrame, *,
     # a graft is read against both ends: its target (the baseline) and its source
     others += [dataclasses.replace(a, baseline=a.graft.source, role="graft-vs-source")
                for a in others if a.graft is not None]
+    # merge variants read against each other too (TOST: are they distinguishable?)
+    merges = [a for a in others if a.merge is not None]
+    others += [dataclasses.replace(a, baseline=b.name, role="merge-vs-merge")
+               for i, a in enumerate(merges) for b in merges[i + 1:]]
     modes = [m for m in MODES if (m == "greedy" and study.eval.greedy)
              or (m == "sampled" and study.eval.samples)]
     rows, rules = [], {}

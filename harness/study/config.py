@@ -5,7 +5,9 @@ A study TOML has top-level keys (`StudyConfig`), ``[base]`` (recipe keys applied
 optional ``[[cells]]`` (listed combinations instead of the full product), ``[[arms]]``
 (recipes outside the grid: the start checkpoint as ``updates = 0``, a positive control on
 another suite, ...), optional ``[[grafts]]`` (`GraftConfig`: the target arm's model with
-chosen parameter groups taken from a trained arm, evaluated against both), ``[eval]`` (`EvalPlan`) and ``[analysis]`` (`AnalysisConfig`). Every
+chosen parameter groups taken from a trained arm, evaluated against both), optional
+``[[merges]]`` (`MergeConfig`: trained arms merged with a named method, compared with their
+baseline, e.g. a jointly trained arm, and with each other), ``[eval]`` (`EvalPlan`) and ``[analysis]`` (`AnalysisConfig`). Every
 cell's and arm's recipe is built into a `TrainConfig` when the file is read, so a bad key or
 value fails at once with the training config's one-line error.
 
@@ -43,10 +45,10 @@ from harness.core import ConfigError, HarnessError, UnknownNameError, read_toml
 from harness.stats.multiplicity import METHODS
 from harness.train.config import TrainConfig, make_train_config
 
-__all__ = ["ArmConfig", "GraftConfig", "EvalPlan", "AnalysisConfig", "StudyConfig", "Arm",
+__all__ = ["ArmConfig", "GraftConfig", "MergeConfig", "EvalPlan", "AnalysisConfig", "StudyConfig", "Arm",
            "load_study_config", "make_study_config", "ROLES"]
 
-ROLES = ("cell", "arm", "positive_control", "graft")
+ROLES = ("cell", "arm", "positive_control", "graft", "merge")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=,+-]*$")
 
 
@@ -84,6 +86,23 @@ class GraftConfig:
     target: str = _help("the arm receiving them (default: analysis.baseline, the start)", "")
     groups: tuple[str, ...] = _help("selectors: embeddings, attention, mlp, norms, other, "
                                     "GROUP@LAYER or layer:N", ())
+
+
+@dataclass(frozen=True)
+class MergeConfig:
+    """A merge arm: the models of `sources` (same training seed) merged with `method` over the
+    `base` arm's model (`harness.merge.models.merge_models`), evaluated like any arm."""
+
+    name: str = _help("merge arm name", "")
+    method: str = _help("linear, task_arithmetic, ties, ram, ramplus or ramplus_tl", "")
+    sources: tuple[str, ...] = _help("the trained arms merged (two or more)", ())
+    base: str = _help("the arm whose model is the common base (default: analysis.baseline)",
+                      "")
+    baseline: str = _help("the arm this merge is compared with (default: analysis.baseline;"
+                          " e.g. a jointly trained arm)", "")
+    weights: tuple[float, ...] = _help("per source (or one for all)", ())
+    densities: tuple[float, ...] = _help("ties: per source (or one for all)", ())
+    epsilon: float = _help("ram*: changed means |delta| > epsilon", 1e-5)
 
 
 @dataclass(frozen=True)
@@ -132,6 +151,8 @@ class Arm:
     levels: tuple[tuple[str, Any], ...] = ()
     graft: GraftConfig | None = None
     """For a graft arm: what it is made of (its baseline is the graft's target)."""
+    merge: MergeConfig | None = None
+    """For a merge arm: what it is made of."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +168,8 @@ class StudyConfig:
     arms: tuple[ArmConfig, ...] = _help("arms outside the grid", ())
     grafts: tuple[GraftConfig, ...] = _help("graft arms (built from trained arms, not trained)",
                                             ())
+    merges: tuple[MergeConfig, ...] = _help("merge arms (built from trained arms, not "
+                                            "trained)", ())
     out_dir: str = _help("checkpoint folder of the study", "results/study")
     db: str = _help("results database", "results/harness.db")
     report_dir: str = _help("folder `harness study report` writes", "reports/study")
@@ -249,7 +272,7 @@ def _resolve(study: StudyConfig) -> tuple[Arm, ...]:
                          {"name": f"{study.name}.{arm.name}"})
         baseline = arm.baseline if arm.baseline or arm.name == analysis.baseline else ""
         arms.append(Arm(arm.name, arm.role, recipe, tuple(arm.seeds) or study.seeds, baseline))
-    arms += _grafts(study, arms)
+    arms += _grafts(study, arms) + _merges(study, arms)
     names = [a.name for a in arms]
     for name in names:
         if not NAME.match(name):
@@ -296,6 +319,33 @@ def _grafts(study: StudyConfig, arms: list[Arm]) -> list[Arm]:
     return out
 
 
+def _merges(study: StudyConfig, arms: list[Arm]) -> list[Arm]:
+    from harness.merge.methods import METHODS
+
+    by_name = {a.name: a for a in arms}
+    out = []
+    for merge in study.merges:
+        where = f"merge {merge.name!r}"
+        if merge.method not in METHODS:
+            raise UnknownNameError(f"method of {where}", merge.method, METHODS)
+        if len(merge.sources) < 2:
+            raise ConfigError(f"{where} needs two or more sources")
+        for name in (*merge.sources, merge.base or study.analysis.baseline):
+            if name not in by_name:
+                raise UnknownNameError(f"arm of {where}", name, by_name)
+        first = by_name[merge.sources[0]]
+        for name in merge.sources[1:]:
+            if by_name[name].seeds != first.seeds:
+                raise ConfigError(f"{where}: sources {first.name!r} and {name!r} have other "
+                                  "training seeds; merged models pair by seed")
+        recipe = dataclasses.replace(first.recipe, name=f"{study.name}.{merge.name}")
+        resolved = dataclasses.replace(merge, base=merge.base or study.analysis.baseline,
+                                       baseline=merge.baseline or study.analysis.baseline)
+        out.append(Arm(merge.name, "merge", recipe, first.seeds, resolved.baseline,
+                       merge=resolved))
+    return out
+
+
 def _section(cls: type, where: str, values: Any) -> Any:
     if not isinstance(values, dict):
         raise ConfigError(f"[{where}] must be a table of keys")
@@ -313,14 +363,15 @@ def make_study_config(values: dict[str, Any], *, root: str | Path = ".") -> Stud
     analysis = _section(AnalysisConfig, "analysis", values.pop("analysis", {}))
     arms = tuple(_section(ArmConfig, "arms", a) for a in values.pop("arms", []))
     grafts = tuple(_section(GraftConfig, "grafts", g) for g in values.pop("grafts", []))
-    top = {f.name for f in fields(StudyConfig)} - {"eval", "analysis", "arms", "grafts", "root"}
+    merges = tuple(_section(MergeConfig, "merges", g) for g in values.pop("merges", []))
+    tables = {"eval", "analysis", "arms", "grafts", "merges"}
+    top = {f.name for f in fields(StudyConfig)} - tables - {"root"}
     for key in values:
         if key not in top:
-            raise UnknownNameError("study key", key,
-                                   top | {"eval", "analysis", "arms", "grafts"})
+            raise UnknownNameError("study key", key, top | tables)
     plain = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    study = StudyConfig(**plain, arms=arms, grafts=grafts, eval=eval_plan, analysis=analysis,
-                        root=str(root))
+    study = StudyConfig(**plain, arms=arms, grafts=grafts, merges=merges, eval=eval_plan,
+                        analysis=analysis, root=str(root))
     _validate(study)
     return study
 

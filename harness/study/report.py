@@ -3,7 +3,8 @@
 Files: ``verdicts.md`` / ``verdicts.tex`` (every comparison: estimate, t interval, bootstrap
 interval, adjusted p, verdict, minimum detectable effect), ``verdicts.csv``,
 ``headroom.csv`` and ``headroom.md`` (the headroom association per arm), ``grafting.md`` /
-``grafting.tex`` (each graft against its target and its source), ``weights.csv`` and
+``grafting.tex`` (each graft against its target and its source), ``merging.md`` /
+``merging.tex`` (each merge against its baseline and the other merges), ``weights.csv`` and
 ``weights.md`` (per parameter group, the change from the start and the effective rank of the
 deltas, over saved steps), ``forest.png``
 (every comparison's effect and interval, coloured by verdict), ``heatmap-<mode>.png`` (the
@@ -25,7 +26,7 @@ from harness.study.config import StudyConfig
 from harness.compute import describe_compute
 
 __all__ = ["write_report", "methods_paragraph", "verdict_table", "grafting_table",
-           "weights_summary"]
+           "merging_table", "weights_summary"]
 
 COLOURS = {"better": "#1b7837", "worse": "#b2182b", "equivalent": "#2166ac",
            "inconclusive": "#777777"}
@@ -67,6 +68,19 @@ def grafting_table(study: StudyConfig, cells: pd.DataFrame) -> pd.DataFrame:
                               f"{c['verdict']}")
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def merging_table(study: StudyConfig, cells: pd.DataFrame) -> pd.DataFrame:
+    """Per merge arm, decoding and comparison (its baseline, e.g. the joint model, then every
+    later merge): the effect with its t interval, the TOST p against the margin and the
+    verdict."""
+    names = {m.name: m for m in study.merges}
+    rows = cells[cells["arm"].isin(names) & cells["role"].isin(["merge", "merge-vs-merge"])]
+    return pd.DataFrame([{
+        "merge": c["arm"], "method": names[c["arm"]].method, "mode": c["mode"],
+        "vs": c["baseline"], "effect": f"{c['estimate']:+.3f}",
+        "interval": f"[{c['low']:+.3f}, {c['high']:+.3f}]", "TOST p": f"{c['tost_p']:.3g}",
+        "verdict": c["verdict"]} for _, c in rows.iterrows()])
 
 
 def weights_summary(changes: pd.DataFrame) -> pd.DataFrame:
@@ -217,6 +231,13 @@ def _grafts_and_weights(study: StudyConfig, cells: pd.DataFrame, out: Path) -> l
         parts += ["## Grafting", "", "Each graft is the target's model with the listed "
                   "parameter groups of the source's (same training seed), compared with both.",
                   "", markdown_table(grafts), ""]
+    merges = merging_table(study, cells) if study.merges and len(cells) else pd.DataFrame()
+    if len(merges):
+        (out / "merging.md").write_text(markdown_table(merges) + "\n")
+        (out / "merging.tex").write_text(latex_table(merges))
+        parts += ["## Merging", "", f"Each merge against its baseline and against every other "
+                  f"merge (paired by training seed; equivalence margin "
+                  f"{study.analysis.margin:g}).", "", markdown_table(merges), ""]
     changes = study_weight_changes(study)
     if len(changes):
         changes.to_csv(out / "weights.csv", index=False)

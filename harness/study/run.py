@@ -86,9 +86,9 @@ def _ordered(study: StudyConfig) -> list[Arm]:
     grafts last (they are built from trained arms)."""
     arms = list(study.arms_resolved())
     bases = {a.baseline for a in arms}
-    first = [a for a in arms if a.name in bases]
-    return (first + [a for a in arms if a.name not in bases and a.graft is None]
-            + [a for a in arms if a.name not in bases and a.graft is not None])
+    built = [a for a in arms if a.graft is not None or a.merge is not None]
+    first = [a for a in arms if a.name in bases and a not in built]
+    return first + [a for a in arms if a not in first and a not in built] + built
 
 
 def plan_study(study: StudyConfig) -> tuple[list[TrainJob], list[EvalJob]]:
@@ -117,7 +117,7 @@ def _stored_counts(store: Store, study: StudyConfig) -> dict[tuple[str, str], in
 def _trained_step(job: TrainJob) -> int:
     from harness.train.checkpoint import latest_checkpoint, load_checkpoint_meta
 
-    if job.arm.graft is not None:  # built, not trained: done once its checkpoint exists
+    if job.arm.graft is not None or job.arm.merge is not None:  # built once, not trained
         return job.arm.recipe.updates if job.checkpoint.exists() else -1
     latest = latest_checkpoint(job.checkpoint.parent)
     return int(load_checkpoint_meta(latest)["step"]) if latest is not None else -1
@@ -201,6 +201,31 @@ def _graft(job: TrainJob, store: Store, study: StudyConfig, say: Callable[[str],
             time.perf_counter() - started)
 
 
+def _merge(job: TrainJob, store: Store, study: StudyConfig, say: Callable[[str], None]) -> None:
+    """Build a merge arm's model from its sources' checkpoints of the same seed over its
+    base arm's (a one-model base: its only seed)."""
+    from harness.merge.methods import MergeParams
+    from harness.merge.models import merge_models
+
+    assert job.arm.merge is not None
+    started = time.perf_counter()
+    merge = job.arm.merge
+    base = study.arm(merge.base)
+    sources = [TrainJob(study.arm(name), job.seed).checkpoint for name in merge.sources]
+    into = TrainJob(base, job.seed if job.seed in base.seeds else base.seeds[0]).checkpoint
+    missing = [str(p) for p in (*sources, into) if not p.exists()]
+    if missing:
+        raise HarnessError(f"merge {job.arm.name!r} needs {', '.join(missing)}; run arms "
+                           f"{', '.join(merge.sources)} and {merge.base!r} first")
+    say(f"{job.arm.name} seed {job.seed}: merging {', '.join(merge.sources)} with "
+        f"{merge.method}")
+    params = MergeParams(weights=merge.weights or None, densities=merge.densities or None,
+                         epsilon=merge.epsilon)
+    merge_models(merge.method, sources, job.checkpoint, base=into, params=params)
+    _record(store, study, job.arm, job.seed, "merge", f"study-{study.name}-{job.arm.name}",
+            time.perf_counter() - started)
+
+
 def _identity(study: StudyConfig, arm: Arm, seed: int) -> dict[str, Any]:
     return {"study": study.name, "arm": arm.name, "train_seed": int(seed),
             "recipe": arm.recipe.to_dict(), "eval": asdict(study.eval)}
@@ -248,6 +273,8 @@ def run_study(study: StudyConfig, *, on_event: Callable[[str], None] | None = No
                 continue  # every episode of this model is stored
             if not job.checkpoint.exists() and job.arm.graft is not None:
                 _graft(job, store, study, say)
+            elif not job.checkpoint.exists() and job.arm.merge is not None:
+                _merge(job, store, study, say)
             elif not job.checkpoint.exists():
                 say(f"{job.arm.name} seed {job.seed}: training "
                     f"({job.arm.recipe.updates} updates)")

@@ -25,7 +25,8 @@ def study_weight_changes(study: StudyConfig) -> pd.DataFrame:
 
     rows = []
     for arm in study.arms_resolved():
-        if not arm.baseline or arm.graft is not None or arm.recipe.updates == 0:
+        if (not arm.baseline or arm.graft is not None or arm.merge is not None
+                or arm.recipe.updates == 0):
             continue
         base = study.arm(arm.baseline)
         for seed in arm.seeds:

@@ -120,3 +120,30 @@ def test_a_graft_is_compared_with_its_target_and_its_source(tmp_path):
     assert table.loc["greedy", "vs target"].endswith("better")
     assert table.loc["greedy", "vs source"].startswith(
         f"{mine.loc['graft-vs-source', 'estimate']:+.3f}")
+
+
+def test_merges_are_read_against_their_baseline_and_each_other(tmp_path):
+    from harness.study.report import merging_table
+
+    path = write_study(tmp_path, eval_section=BIG_EVAL)
+    merges = "".join(f'\n[[merges]]\nname = "{name}"\nmethod = "{name}"\nsources = '
+                     f'["lr=0.0001,kl_coef=0", "{GOOD}"]\nbaseline = "{GOOD}"\n'
+                     for name in ("ties", "ram"))
+    with open(path, "a") as handle:
+        handle.write(merges)
+    study = load_study_config(path)
+    rates = {a.name: 0.4 for a in study.arms_resolved()}
+    rates[GOOD] = rates["ties"] = 0.75  # ties matches the joint model, ram falls short
+    write_scripted_episodes(study, rates, np.random.default_rng(1),
+                            task_rates=np.linspace(-0.2, 0.2, 20))
+    cells = analyse_study(study).cells
+    greedy = cells[cells["mode"] == "greedy"].set_index(["arm", "baseline"])
+    assert greedy.loc[("ties", GOOD), "role"] == "merge"
+    assert greedy.loc[("ties", GOOD), "verdict"] in ("equivalent", "inconclusive")
+    assert greedy.loc[("ram", GOOD), "verdict"] == "worse"
+    assert greedy.loc[("ties", "ram"), "role"] == "merge-vs-merge"
+    assert greedy.loc[("ties", "ram"), "verdict"] == "better"
+    table = merging_table(study, cells)
+    assert set(zip(table["merge"], table["vs"])) == {("ties", GOOD), ("ram", GOOD),
+                                                     ("ties", "ram")}
+    assert set(table["method"]) == {"ties", "ram"}

@@ -98,3 +98,53 @@ def test_bad_grafts_fail_with_one_line(tmp_path, graft, error, match):
     with pytest.raises(error, match=match) as caught:
         load_study_config(path)
     assert "\n" not in str(caught.value)
+
+
+MERGE = ('\n[[merges]]\nname = "m-ties"\nmethod = "ties"\nsources = ["lr=0.0001,kl_coef=0", '
+         '"lr=0.0003,kl_coef=0.04"]\nbaseline = "lr=0.0003,kl_coef=0"\ndensities = [0.5]\n')
+
+
+def test_merge_arms_are_built_after_their_sources(tmp_path):
+    path = write_study(tmp_path)
+    with open(path, "a") as handle:
+        handle.write(MERGE)
+    study = load_study_config(path)
+    merge = study.arm("m-ties")
+    assert merge.role == "merge" and merge.baseline == "lr=0.0003,kl_coef=0"
+    assert merge.merge.base == "start" and merge.merge.densities == (0.5,)
+    assert merge.seeds == (0, 1, 2)
+    train, _ = plan_study(study)
+    assert [j.arm.name for j in train[-3:]] == ["m-ties"] * 3
+
+
+@pytest.mark.parametrize("change, error, match", [
+    (('"ties"', '"tis"'), UnknownNameError, "method of merge 'm-ties'.*did you mean 'ties'"),
+    ((', "lr=0.0003,kl_coef=0.04"]', ']'), ConfigError, "two or more sources"),
+    (('baseline = "lr=0.0003,kl_coef=0"', 'base = "begin"'), UnknownNameError,
+     "arm of merge 'm-ties'"),
+    (('densities', 'density'), UnknownNameError, "merges key 'density'"),
+])
+def test_bad_merges_fail_with_one_line(tmp_path, change, error, match):
+    path = write_study(tmp_path)
+    with open(path, "a") as handle:
+        handle.write(MERGE.replace(*change))
+    with pytest.raises(error, match=match) as caught:
+        load_study_config(path)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name, arms, roles", [
+    ("study_smoke.toml", 3, {"cell": 2, "arm": 1}),
+    ("study_grpo_null.toml", 15, {"cell": 12, "arm": 2, "positive_control": 1}),
+    ("study_merge_frozenlake.toml", 11, {"cell": 1, "arm": 4, "merge": 6}),
+])
+def test_the_example_studies_load(name, arms, roles):
+    from collections import Counter
+    from pathlib import Path
+
+    study = load_study_config(Path(__file__).resolve().parents[3] / "examples" / name)
+    resolved = study.arms_resolved()
+    assert len(resolved) == arms and Counter(a.role for a in resolved) == roles
+    if name == "study_merge_frozenlake.toml":
+        assert study.arm("spec-far").recipe.rollout.task_types == ("far",)
+        assert {m.baseline for m in study.merges} == {"lr=0.0002"}

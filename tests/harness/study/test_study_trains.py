@@ -39,6 +39,8 @@ def test_tiny_study_resumes_after_interruptions(tmp_path, monkeypatch):
     # an entropy bonus: the weights move even when every group's rewards are equal
     text = text.replace("kl_coef = 0.0\n", "kl_coef = 0.0\nentropy_coef = 0.05\n")
     text += '\n[[grafts]]\nname = "g-mlp"\nsource = "lr=0.001"\ngroups = ["mlp"]\n'
+    text += ('\n[[merges]]\nname = "m-ram"\nmethod = "ram"\n'
+             'sources = ["lr=0.0001", "lr=0.001"]\n')
     open(path, "w").write(text)
     study = load_study_config(path)
     from harness.train import trainer as trainer_module
@@ -79,12 +81,14 @@ def test_tiny_study_resumes_after_interruptions(tmp_path, monkeypatch):
     frame = study_frame(study)
     key = ["run_id", "policy", "suite", "task_id", "eval_seed", "sample"]
     assert not frame.duplicated(key).any()
-    assert len(frame) == (2 * 2 + 1 + 2) * (3 * 2 + 3 * 2 * 2)
+    assert len(frame) == (2 * 2 + 1 + 2 + 2) * (3 * 2 + 3 * 2 * 2)
     assert set(frame["train_seed"].dropna().astype(int)) == {0, 1}
     _graft_and_weights_are_reported(study, tmp_path)
 
 
 def _graft_and_weights_are_reported(study, tmp_path):
+    import json
+
     from harness.study.analysis import analyse_study
     from harness.study.report import write_report
     from harness.study.run import TrainJob
@@ -101,7 +105,9 @@ def _graft_and_weights_are_reported(study, tmp_path):
     assert (change_norms(start, source)["delta_norm"] > 0).any()
     report = write_report(study, analyse_study(study), tmp_path / "report")
     text = report.read_text()
-    assert "## Grafting" in text and "## Weight changes" in text
+    assert "## Grafting" in text and "## Weight changes" in text and "## Merging" in text
+    merged = TrainJob(study.arm("m-ram"), 0).checkpoint
+    assert json.loads((merged / "checkpoint.json").read_text())["merge"]["method"] == "ram"
     weights = (tmp_path / "report" / "weights.csv").read_text().splitlines()
     assert weights[0] == "arm,seed,step,group,delta_norm,relative,delta_rank"
     assert {line.split(",")[0] for line in weights[1:]} == {"lr=0.0001", "lr=0.001"}
