@@ -2,7 +2,7 @@
 
 For models ``x_i`` over a base ``b`` the task vectors are ``d_i = x_i - b``. Per pair: the
 cosine of their task vectors, over the whole model and per parameter group (`GROUPS` of
-`harness.study.weights`: embeddings, attention, MLP, norms, other) and per layer; per pair
+`harness.merge.groups`: embeddings, attention, MLP, norms, other) and per layer; per pair
 and threshold ``epsilon``: the Jaccard index of their supports (coordinates with
 ``|d| > epsilon``, as RAM counts a change) beside the index two independent supports of the
 same densities would have, ``E[J] = p_a p_b / (p_a + p_b - p_a p_b)``; per model and
@@ -29,7 +29,7 @@ import pandas as pd
 
 from harness.core import ConfigError
 from harness.merge.models import ModelReader
-from harness.study.weights import layer_of, parameter_group
+from harness.merge.groups import layer_of, parameter_group
 
 __all__ = ["EPSILONS", "Geometry", "task_vector_geometry", "expected_jaccard", "geometry_arms"]
 

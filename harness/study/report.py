@@ -4,7 +4,9 @@ Files: ``verdicts.md`` / ``verdicts.tex`` (every comparison: estimate, t interva
 interval, adjusted p, verdict, minimum detectable effect), ``verdicts.csv``,
 ``headroom.csv`` and ``headroom.md`` (the headroom association per arm), ``grafting.md`` /
 ``grafting.tex`` (each graft against its target and its source), ``merging.md`` /
-``merging.tex`` (each merge against its baseline and the other merges), ``weights.csv`` and
+``merging.tex`` (each merge against its baseline and the other merges), ``geometry.md`` and
+``geometry-*.csv`` (the merged models' task vectors against a floor and a ceiling),
+``weights.csv`` and
 ``weights.md`` (per parameter group, the change from the start and the effective rank of the
 deltas, over saved steps), ``forest.png``
 (every comparison's effect and interval, coloured by verdict), ``heatmap-<mode>.png`` (the
@@ -219,6 +221,22 @@ def _scatter(headroom: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def _geometry(study: StudyConfig, out: Path) -> list[str]:
+    from harness.study.merge_geometry import geometry_summary, study_geometry
+
+    geometry = study_geometry(study)
+    if geometry is None:
+        return []
+    for name in ("cosine", "jaccard", "overlap"):
+        getattr(geometry, name).to_csv(out / f"geometry-{name}.csv", index=False)
+    summary = geometry_summary(geometry)
+    (out / "geometry.md").write_text(markdown_table(summary) + "\n")
+    return ["## Task-vector geometry", "", f"The sources of merge {study.merges[0].name!r} "
+            "(first training seed) against a floor (two sources at different seeds) and a "
+            "ceiling (two saved steps of one run); per group, per layer and RAM's overlap in "
+            "geometry-*.csv.", "", markdown_table(summary), ""]
+
+
 def _grafts_and_weights(study: StudyConfig, cells: pd.DataFrame, out: Path) -> list[str]:
     """The grafting table and the weight changes (files and report sections)."""
     from harness.study.weight_changes import study_weight_changes
@@ -238,6 +256,7 @@ def _grafts_and_weights(study: StudyConfig, cells: pd.DataFrame, out: Path) -> l
         parts += ["## Merging", "", f"Each merge against its baseline and against every other "
                   f"merge (paired by training seed; equivalence margin "
                   f"{study.analysis.margin:g}).", "", markdown_table(merges), ""]
+    parts += _geometry(study, out)
     changes = study_weight_changes(study)
     if len(changes):
         changes.to_csv(out / "weights.csv", index=False)

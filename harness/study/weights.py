@@ -10,10 +10,8 @@ which parameter groups carry the effect.
 - `graft_checkpoint`: the start checkpoint with only the selected parameter groups taken from
   a trained one, written as a checkpoint `harness run --policy checkpoint:` evaluates.
 
-Groups follow the Hugging Face names of decoder-only models (Qwen2, Llama, GPT-2, GPT-NeoX):
-``embeddings`` (token and position embeddings, the output head), ``attention``, ``mlp``,
-``norms`` and ``other``; a layer is the index after ``layers.``/``h.``/``blocks.``. A graft
-selector is a group (``mlp``), a group in one layer (``mlp@1``) or a whole layer (``layer:1``).
+Groups are `harness.merge.groups`' (embeddings, attention, mlp, norms, other; layers by
+block index). A graft selector is a group (``mlp``), a group in one layer (``mlp@1``) or a whole layer (``layer:1``).
 
 Tensors are read one at a time from ``model.safetensors`` (`safetensors.safe_open`), so the
 memory needed is a few tensors, not whole models.
@@ -31,33 +29,13 @@ import numpy as np
 import pandas as pd
 
 from harness.core import HarnessError, UnknownNameError
+from harness.merge.groups import GROUPS, layer_of, parameter_group
 
-__all__ = ["GROUPS", "parameter_group", "layer_of", "change_norms", "group_change_norms",
-           "effective_rank", "delta_ranks", "graft_checkpoint", "check_selectors",
-           "selected"]
+__all__ = ["change_norms", "group_change_norms", "effective_rank", "delta_ranks",
+           "graft_checkpoint", "check_selectors", "selected"]
 
-GROUPS = ("embeddings", "attention", "mlp", "norms", "other")
 WEIGHTS_FILE = "model.safetensors"
-_LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks|layer)\.(\d+)\.")
-_PATTERNS = (("embeddings", re.compile(r"embed|wte|wpe|lm_head|embed_out")),
-             ("norms", re.compile(r"norm|(?:^|\.)ln_|\.ln\d|layernorm")),
-             ("attention", re.compile(r"attn|attention")),
-             ("mlp", re.compile(r"mlp|feed_forward|ffn")))
 _SELECTOR = re.compile(r"^(?:(?P<group>[a-z]+)(?:@(?P<at>\d+))?|layer:(?P<layer>\d+))$")
-
-
-def parameter_group(name: str) -> str:
-    """The group of parameter `name` (one of `GROUPS`)."""
-    for group, pattern in _PATTERNS:
-        if pattern.search(name):
-            return group
-    return "other"
-
-
-def layer_of(name: str) -> int | None:
-    """The block index in parameter `name`, or None outside the blocks."""
-    match = _LAYER.search(name)
-    return int(match.group(1)) if match else None
 
 
 def check_selectors(selectors: Sequence[str]) -> tuple[str, ...]:

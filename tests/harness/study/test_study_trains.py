@@ -106,6 +106,9 @@ def _graft_and_weights_are_reported(study, tmp_path):
     report = write_report(study, analyse_study(study), tmp_path / "report")
     text = report.read_text()
     assert "## Grafting" in text and "## Weight changes" in text and "## Merging" in text
+    assert "## Task-vector geometry" in text
+    geometry = (tmp_path / "report" / "geometry.md").read_text()
+    assert "| models |" in geometry and "| floor |" in geometry and "| ceiling |" in geometry
     merged = TrainJob(study.arm("m-ram"), 0).checkpoint
     assert json.loads((merged / "checkpoint.json").read_text())["merge"]["method"] == "ram"
     weights = (tmp_path / "report" / "weights.csv").read_text().splitlines()

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from harness.core import HarnessError, UnknownNameError
+from harness.merge.groups import layer_of, parameter_group
 from harness.study.weights import (change_norms, check_selectors, delta_ranks, effective_rank,
-                                   graft_checkpoint, group_change_norms, layer_of,
-                                   parameter_group, selected)
+                                   graft_checkpoint, group_change_norms, selected)
 
 
 def test_effective_rank_hand_cases():
