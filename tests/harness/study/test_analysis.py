@@ -11,7 +11,7 @@ from harness.study.analysis import analyse_study, paired_differences, study_fram
 from harness.study.config import load_study_config
 from harness.study.run import run_study, study_status
 
-from conftest import write_scripted_episodes, write_study
+from tests.harness.study.support import write_scripted_episodes, write_study
 
 BIG_EVAL = "n_tasks = 20\neval_seeds = [0, 1, 2, 3, 4, 5, 6, 7]\nsamples = 2"
 GOOD = "lr=0.0003,kl_coef=0.04"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_study
+from tests.harness.study.support import write_study
 
 REPO = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.slow

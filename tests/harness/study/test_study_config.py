@@ -8,7 +8,7 @@ from harness.core import ConfigError, UnknownNameError
 from harness.study.config import load_study_config
 from harness.study.run import plan_study
 
-from conftest import write_study
+from tests.harness.study.support import write_study
 
 
 def test_full_grid_and_arms(study):

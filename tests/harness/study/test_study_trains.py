@@ -10,7 +10,7 @@ from harness.study.analysis import study_frame
 from harness.study.config import load_study_config
 from harness.study.run import run_study
 
-from conftest import write_study
+from tests.harness.study.support import write_study
 
 pytestmark = pytest.mark.slow
 
