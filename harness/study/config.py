@@ -7,8 +7,8 @@ optional ``[[cells]]`` (listed combinations instead of the full product), ``[[ar
 another suite, ...), optional ``[[grafts]]`` (`GraftConfig`: the target arm's model with
 chosen parameter groups taken from a trained arm, evaluated against both), optional
 ``[[merges]]`` (`MergeConfig`: trained arms merged with a named method, compared with their
-baseline, e.g. a jointly trained arm, and with each other), ``[eval]`` (`EvalPlan`) and ``[analysis]`` (`AnalysisConfig`). Every
-cell's and arm's recipe is built into a `TrainConfig` when the file is read, so a bad key or
+baseline, e.g. a jointly trained arm, and with each other), ``[eval]`` (`EvalPlan`) and
+``[analysis]`` (`AnalysisConfig`). Every cell's and arm's recipe is built into a `TrainConfig` when the file is read, so a bad key or
 value fails at once with the training config's one-line error.
 
     name = "smoke"
@@ -45,8 +45,8 @@ from harness.core import ConfigError, HarnessError, UnknownNameError, read_toml
 from harness.stats.multiplicity import METHODS
 from harness.train.config import TrainConfig, make_train_config
 
-__all__ = ["ArmConfig", "GraftConfig", "MergeConfig", "EvalPlan", "AnalysisConfig", "StudyConfig", "Arm",
-           "load_study_config", "make_study_config", "ROLES"]
+__all__ = ["ArmConfig", "GraftConfig", "MergeConfig", "EvalPlan", "AnalysisConfig",
+           "StudyConfig", "Arm", "load_study_config", "make_study_config", "ROLES"]
 
 ROLES = ("cell", "arm", "positive_control", "graft", "merge")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=,+-]*$")

@@ -11,7 +11,8 @@ which parameter groups carry the effect.
   a trained one, written as a checkpoint `harness run --policy checkpoint:` evaluates.
 
 Groups are `harness.merge.groups`' (embeddings, attention, mlp, norms, other; layers by
-block index). A graft selector is a group (``mlp``), a group in one layer (``mlp@1``) or a whole layer (``layer:1``).
+block index). A graft selector is a group (``mlp``), a group in one layer (``mlp@1``) or a
+whole layer (``layer:1``).
 
 Tensors are read one at a time from ``model.safetensors`` (`safetensors.safe_open`), so the
 memory needed is a few tensors, not whole models.
