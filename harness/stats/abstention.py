@@ -11,9 +11,10 @@ information") and whether its answer was **correct** (meaningful when it answere
 - ``abstention_precision``: abstentions on unanswerable tasks / abstentions;
 - ``abstention_recall``: abstentions on unanswerable tasks / unanswerable episodes;
 - two candidate RA-F1 definitions (an F1 is 0 when both its parts are 0), under explicit
-  names since the published formula could not be confirmed: ``f1_precision_coverage`` (the harmonic mean of precision and coverage)
-  and ``f1_answer_abstain`` (the harmonic mean of that answer F1 and the abstention F1, the
-  harmonic mean of abstention precision and recall). No metric is called "RA-F1".
+  names since the published formula could not be confirmed: ``f1_precision_coverage`` (the
+  harmonic mean of precision and coverage) and ``f1_answer_abstain`` (the harmonic mean of
+  that answer F1 and the abstention F1, the harmonic mean of abstention precision and
+  recall). No metric is called "RA-F1".
 
 Intervals: the cluster bootstrap over tasks (all of a task's episodes resampled together),
 every metric computed from the resampled counts (ratios of sums), percentile intervals. A

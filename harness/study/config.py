@@ -8,8 +8,9 @@ another suite, ...), optional ``[[grafts]]`` (`GraftConfig`: the target arm's mo
 chosen parameter groups taken from a trained arm, evaluated against both), optional
 ``[[merges]]`` (`MergeConfig`: trained arms merged with a named method, compared with their
 baseline, e.g. a jointly trained arm, and with each other), ``[eval]`` (`EvalPlan`) and
-``[analysis]`` (`AnalysisConfig`). Every cell's and arm's recipe is built into a `TrainConfig` when the file is read, so a bad key or
-value fails at once with the training config's one-line error.
+``[analysis]`` (`AnalysisConfig`). Every cell's and arm's recipe is built into a
+`TrainConfig` when the file is read, so a bad key or value fails at once with the training
+config's one-line error.
 
     name = "smoke"
     recipe = "examples/frozenlake_grpo.toml"
