@@ -126,6 +126,9 @@ class AnalysisConfig:
     """How verdicts are reached (see `harness.study.verdicts`)."""
 
     baseline: str = _help("arm every cell is compared with (e.g. the start checkpoint)", "")
+    baseline_by: dict = _help("per factor, level -> the arm cells at that level are compared "
+                              "with instead (e.g. each initialisation against its own start: "
+                              "[analysis.baseline_by.\"model.source\"])", {})
     metric: str = _help("'success' or 'score'", "success")
     margin: float = _help("equivalence margin in metric units (0.05 = five points); a "
                           "judgement the study must state", 0.05)
@@ -216,12 +219,21 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _label(key: str, value: Any) -> str:
+def _label(key: str, value: Any, levels: Any = ()) -> str:
+    """``factor=level`` for cell names; a path shows as many trailing parts as tell it apart
+    from the factor's other `levels` (``source=seed-0/sft``)."""
     short = key.split(".")[-1]
     if isinstance(value, float):
         text = f"{value:g}"
     elif isinstance(value, str):
-        text = re.sub(r"[^A-Za-z0-9._+-]", "_", Path(value).name or value)[-24:]
+        others = [str(v) for v in levels if isinstance(v, str) and v != value]
+        parts = Path(value).parts or (value,)
+        depth = 1
+        while depth < len(parts) and any(
+                Path(o).parts[-depth:] == parts[-depth:] for o in others):
+            depth += 1
+        tail = "/".join(parts[-depth:])
+        text = re.sub(r"[^A-Za-z0-9._+/-]", "_", tail)[-24:].replace("/", "-")
     else:
         text = str(value)
     return f"{short}={text}"
@@ -258,13 +270,32 @@ def _grid(study: StudyConfig) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*study.factors.values())]
 
 
+def _cell_baseline(study: StudyConfig, levels: dict[str, Any]) -> str:
+    """The arm a cell at `levels` is compared with (`AnalysisConfig.baseline_by`)."""
+    chosen = study.analysis.baseline
+    for factor, mapping in study.analysis.baseline_by.items():
+        if factor not in study.factors:
+            raise UnknownNameError("factor of analysis.baseline_by", factor, study.factors)
+        if not isinstance(mapping, dict):
+            raise ConfigError(f"analysis.baseline_by.{factor!r} must map levels to arm names")
+        known = [str(level) for level in study.factors[factor]]
+        for level in mapping:
+            if level not in known:
+                raise UnknownNameError(f"level of {factor!r} in analysis.baseline_by", level,
+                                       known)
+        if factor in levels and str(levels[factor]) in mapping:
+            chosen = mapping[str(levels[factor])]
+    return chosen
+
+
 def _resolve(study: StudyConfig) -> tuple[Arm, ...]:
     analysis = study.analysis
     arms: list[Arm] = []
     for levels in _grid(study):
-        name = ",".join(_label(k, v) for k, v in levels.items()) or "cell"
+        name = ",".join(_label(k, v, study.factors.get(k, ())) for k, v in levels.items()) \
+            or "cell"
         recipe = _recipe(study, "", f"cell {name}", levels, {"name": f"{study.name}.{name}"})
-        arms.append(Arm(name, "cell", recipe, study.seeds, analysis.baseline,
+        arms.append(Arm(name, "cell", recipe, study.seeds, _cell_baseline(study, levels),
                         tuple(levels.items())))
     for arm in study.arms:
         if arm.role not in ROLES[1:]:

@@ -135,7 +135,7 @@ def test_bad_merges_fail_with_one_line(tmp_path, change, error, match):
 
 @pytest.mark.parametrize("name, arms, roles", [
     ("study_smoke.toml", 3, {"cell": 2, "arm": 1}),
-    ("study_grpo_null.toml", 15, {"cell": 12, "arm": 2, "positive_control": 1}),
+    ("study_grpo_null.toml", 20, {"cell": 16, "arm": 3, "positive_control": 1}),
     ("study_merge_frozenlake.toml", 11, {"cell": 1, "arm": 4, "merge": 6}),
 ])
 def test_the_example_studies_load(name, arms, roles):
@@ -145,6 +145,37 @@ def test_the_example_studies_load(name, arms, roles):
     study = load_study_config(Path(__file__).resolve().parents[3] / "examples" / name)
     resolved = study.arms_resolved()
     assert len(resolved) == arms and Counter(a.role for a in resolved) == roles
+    if name == "study_grpo_null.toml":  # each initialisation against its own start
+        assert {a.baseline for a in resolved if a.role == "cell"} == {"start", "start-1"}
+        # two paths ending alike are told apart by as many parts as it takes
+        assert study.arm("lr=0.0004,kl_coef=0.04,clip_high=0.28,source=seed-1-sft") \
+            .baseline == "start-1"
     if name == "study_merge_frozenlake.toml":
         assert study.arm("spec-far").recipe.rollout.task_types == ("far",)
         assert {m.baseline for m in study.merges} == {"lr=0.0002"}
+
+
+def test_each_initialisation_against_its_own_start(tmp_path):
+    path = write_study(tmp_path, factors='"model.source" = ["tiny", "start-b"]',
+                       analysis='[analysis.baseline_by."model.source"]\n"start-b" = "start-b"\n')
+    text = open(path).read().replace('[eval]', '[[arms]]\nname = "start-b"\nseeds = [0]\n'
+                                     'recipe = { updates = 0 }\n\n[eval]')
+    open(path, "w").write(text)
+    study = load_study_config(path)
+    baselines = {a.name: a.baseline for a in study.arms_resolved() if a.role == "cell"}
+    assert baselines == {"source=tiny": "start", "source=start-b": "start-b"}
+
+
+@pytest.mark.parametrize("mapping, error, match", [
+    ('[analysis.baseline_by."model.sorce"]\n"tiny" = "start"\n', UnknownNameError,
+     "factor of analysis.baseline_by 'model.sorce'"),
+    ('[analysis.baseline_by."model.source"]\n"tinny" = "start"\n', UnknownNameError,
+     "did you mean 'tiny'"),
+    ('[analysis.baseline_by."model.source"]\n"tiny" = "strt"\n', UnknownNameError,
+     "baseline of source=tiny"),
+])
+def test_bad_baseline_by_fails_with_one_line(tmp_path, mapping, error, match):
+    path = write_study(tmp_path, factors='"model.source" = ["tiny"]', analysis=mapping)
+    with pytest.raises(error, match=match) as caught:
+        load_study_config(path)
+    assert "\n" not in str(caught.value)
