@@ -32,15 +32,22 @@ PINNED_INODES = 8192
 """The most inodes a tmpfs layer may have: above it the layer is an ext4 image."""
 IMAGE_NAME = "layer.img"
 """The image file's name in the sandbox root (removed with the root)."""
-_MKFS = ("mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal,^resize_inode",
-         "-E", "lazy_itable_init=1,nodiscard")
+_MKFS = ("-q", "-F", "-m", "0", "-O", "^has_journal,^resize_inode", "-E",
+         "lazy_itable_init=1,nodiscard")
 _OPTIONS = "loop,nosuid,nodev,noinit_itable"
+
+
+@functools.cache
+def _mkfs() -> str | None:
+    """``mkfs.ext4`` on PATH or in the sbin folders (a user's PATH may lack them)."""
+    return shutil.which("mkfs.ext4", path=os.pathsep.join(
+        [os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
 
 
 @functools.cache
 def ext4_unavailable() -> str | None:
     """None when large layers can be ext4 images here, else why not (one line)."""
-    if shutil.which("mkfs.ext4") is None:
+    if _mkfs() is None:
         return "mkfs.ext4 is missing (Debian e2fsprogs)"
     if not Path("/dev/loop-control").exists():
         return "no loop devices (/dev/loop-control is missing)"
@@ -69,7 +76,8 @@ def mount_layer(root: Path, layer: Path, *, disk_bytes: int, inodes: int) -> str
     image = root / IMAGE_NAME
     with open(image, "wb") as handle:
         handle.truncate(disk_bytes)  # sparse: the disk holds only what is written
-    _run([*_MKFS, "-N", str(inodes), str(image)], "make the episode's ext4 image")
+    _run([str(_mkfs()), *_MKFS, "-N", str(inodes), str(image)],
+         "make the episode's ext4 image")
     _run(["mount", "-o", _OPTIONS, str(image), str(layer)], "mount the episode's ext4 image")
     os.chmod(layer, 0o755)
     shutil.rmtree(layer / "lost+found", ignore_errors=True)
