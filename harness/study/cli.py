@@ -25,9 +25,9 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("file", help="study TOML (see examples/study_smoke.toml)")
     p.add_argument("--arms", nargs="+", default=(), help="run: only these arms")
     p.add_argument("--out", help="report: output folder (default: the study's report_dir)")
-    p.add_argument("--executor", default="local", help="run: 'local' (only local is "
-                   "implemented for whole jobs; rollouts may use Ray via the recipe's "
-                   "rollout.executor)")
+    p.add_argument("--executor", default="local", help="run: 'local', 'ray' (a local Ray "
+                   "instance) or 'ray:ADDRESS': each arm's jobs as a Ray task, the arms built "
+                   "from others (grafts, merges) after them")
     p.set_defaults(func=cmd_study)
 
 
@@ -41,14 +41,21 @@ def cmd_study(args: argparse.Namespace) -> int:
 
     study = load_study_config(args.file)
     if args.action == "run":
-        if args.executor != "local":
-            raise ConfigError(f"--executor {args.executor!r}: study jobs run locally for now; "
-                              "set rollout.executor = 'ray' in the recipe to spread env steps")
         from harness.core import require
-        from harness.study.run import run_study
+        from harness.executors.spec import parse_executor
 
+        spec = parse_executor(args.executor)
         require("transformers", "train", "training").utils.logging.disable_progress_bar()
-        status = run_study(study, on_event=_say, arms=tuple(args.arms))
+        if spec.kind == "ray":
+            if args.arms:
+                raise ConfigError("--arms runs locally; leave it out with --executor ray")
+            from harness.study.ray_jobs import run_study_on_ray
+
+            status = run_study_on_ray(args.file, spec, _say)
+        else:
+            from harness.study.run import run_study
+
+            status = run_study(study, on_event=_say, arms=tuple(args.arms))
         print(status.to_string(index=False))
         return 0
     if args.action == "status":

@@ -81,7 +81,7 @@ class EvalJob:
         return policy_id_of(self.arm.name, self.mode)
 
 
-def _ordered(study: StudyConfig) -> list[Arm]:
+def ordered_arms(study: StudyConfig) -> list[Arm]:
     """Baselines first (a partial study can already be analysed), then the rest in order, and
     grafts last (they are built from trained arms)."""
     arms = list(study.arms_resolved())
@@ -95,7 +95,7 @@ def plan_study(study: StudyConfig) -> tuple[list[TrainJob], list[EvalJob]]:
     """Every train job and eval job of the study, in execution order."""
     e = study.eval
     train, evals = [], []
-    for arm in _ordered(study):
+    for arm in ordered_arms(study):
         for seed in arm.seeds:
             train.append(TrainJob(arm, seed))
             for mode in MODES:

@@ -79,3 +79,22 @@ def test_killed_during_training_and_evaluation_the_rerun_stores_everything_once(
     out, err = report.communicate(timeout=300)
     assert report.returncode == 0, err[-3000:]
     assert (tmp_path / "report" / "report.md").is_file() and "rule (greedy)" in out
+
+
+@pytest.mark.timeout(900)
+def test_a_study_runs_on_a_local_ray_instance(tmp_path):
+    """`--executor ray`: each arm's jobs a Ray task (two at a time on two cores), the merge
+    built after its sources; every (arm, seed, episode) stored once, as locally."""
+    path = _study(tmp_path)
+    with open(path, "a") as handle:
+        handle.write('\n[[merges]]\nname = "m-ram"\nmethod = "ram"\n'
+                     'sources = ["lr=0.0001", "lr=0.001"]\n')
+    run = _harness("study", "run", path, "--executor", "ray")
+    out, err = run.communicate(timeout=800)
+    assert run.returncode == 0, err[-3000:]
+    done = {line.split(":")[0] for line in err.splitlines() if line.endswith("every job done")}
+    assert done == {"start", "lr=0.0001", "lr=0.001", "m-ram"}
+    keys = _keys(tmp_path / "h.db")
+    assert len(keys) == len(set(keys)) == (2 * 2 + 1 + 2) * (3 * 2 + 3 * 2 * 2)
+    rows = [line.split() for line in out.splitlines()[1:]]
+    assert len(rows) == 7 and all(row[3] == row[4] for row in rows)
