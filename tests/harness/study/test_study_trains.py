@@ -125,3 +125,41 @@ def _graft_and_weights_are_reported(study, tmp_path):
     assert {"train", "greedy", "sampled"} <= set(jobs["job"])
     report = write_report(study, analyse_study(study), tmp_path / "rep", jobs=jobs)
     assert "Compute" in report.read_text() and "torch" in report.read_text()
+
+
+def test_the_merge_template_runs_end_to_end_at_smoke_scale(tmp_path):
+    """examples/study_merge_frozenlake.toml as shipped, with the bundled tiny model instead of
+    the SFT start, one training seed, 2 updates per specialist and a small evaluation: the
+    specialists, the joint model and all six merges train, build, evaluate and report."""
+    from pathlib import Path
+
+    from harness.core import read_toml
+    from harness.study.analysis import analyse_study
+    from harness.study.config import make_study_config
+    from harness.study.report import write_report
+
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    values = read_toml(examples / "study_merge_frozenlake.toml")
+    values.update(seeds=[0, 1], out_dir=str(tmp_path / "out"), db=str(tmp_path / "h.db"),
+                  report_dir=str(tmp_path / "report"))
+    values["base"] = {**values["base"], "updates": 2, "checkpoint_every": 1,
+                      "model": {"source": "tiny", "hidden": 32, "layers": 2, "heads": 2,
+                                "kv_heads": 1, "intermediate": 64, "chat_template": "compact",
+                                "threads": 1},
+                      "rollout": {"tasks_per_update": 2, "group_size": 3, "max_steps": 3},
+                      "algorithm": {"name": "grpo", "kl_coef": 0.0, "entropy_coef": 0.05,
+                                    "minibatches": 1}}
+    for arm in values["arms"]:
+        if arm["name"].startswith("spec-"):
+            arm["recipe"]["updates"] = 1
+    values["eval"] = {"split": "test", "n_tasks": 3, "eval_seeds": [0, 1], "samples": 0,
+                      "concurrency": 16}
+    study = make_study_config(values, root=examples)
+    status = run_study(study)
+    # the joint cell and three specialists x 2 seeds, the start, six merges x 2 seeds
+    assert (status["greedy_stored"] == status["greedy_expected"]).all() and len(status) == 21
+    text = write_report(study, analyse_study(study), tmp_path / "report").read_text()
+    merging = (tmp_path / "report" / "merging.md").read_text()
+    for method in ("linear", "task_arithmetic", "ties", "ram", "ramplus", "ramplus_tl"):
+        assert f"| {method} |" in merging
+    assert "## Task-vector geometry" in text and "| floor |" in text
