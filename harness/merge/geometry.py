@@ -126,12 +126,16 @@ def _order(group: str) -> tuple[int, int, str]:
 
 def geometry_arms(base: str | Path, models: Sequence[str | Path], *,
                   floor: Sequence[str | Path] = (), ceiling: Sequence[str | Path] = (),
-                  epsilons: Sequence[float] = EPSILONS) -> Geometry:
+                  epsilons: Sequence[float] = EPSILONS,
+                  labels: dict[str, Sequence[str]] | None = None) -> Geometry:
     """`task_vector_geometry` of the models and of each calibration arm given (two or more
-    checkpoints each), rows concatenated with their ``arm``."""
-    parts = [task_vector_geometry(base, models, arm="models", epsilons=epsilons)]
-    for arm, paths in (("floor", floor), ("ceiling", ceiling)):
+    checkpoints each), rows concatenated with their ``arm``; `labels`: per arm (``models``,
+    ``floor``, ``ceiling``) the names of its checkpoints (default: their folder names)."""
+    labels = labels or {}
+    parts = []
+    for arm, paths in (("models", models), ("floor", floor), ("ceiling", ceiling)):
         if paths:
-            parts.append(task_vector_geometry(base, paths, arm=arm, epsilons=epsilons))
+            parts.append(task_vector_geometry(base, paths, arm=arm, epsilons=epsilons,
+                                              labels=labels.get(arm)))
     return Geometry(*(pd.concat([getattr(p, f) for p in parts], ignore_index=True)
                       for f in ("cosine", "jaccard", "overlap")))

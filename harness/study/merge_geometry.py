@@ -28,13 +28,17 @@ def study_geometry(study: StudyConfig) -> Geometry | None:
     models = [TrainJob(arm, seeds[0]).checkpoint for arm in sources]
     if not base.checkpoint.exists() or not all(p.exists() for p in models):
         return None
-    floor = ([TrainJob(sources[0], seeds[0]).checkpoint, TrainJob(sources[1], seeds[1])
+    floor = ([TrainJob(sources[0], seeds[0]).checkpoint, TrainJob(sources[1], seeds[-1])
               .checkpoint] if len(seeds) > 1 else [])
     steps = sorted(p for p in models[0].parent.iterdir() if is_checkpoint(p))
     ceiling = [steps[-2], steps[-1]] if len(steps) > 1 else []
+    labels = {"models": [f"{a.name}/seed-{seeds[0]}" for a in sources],
+              "floor": [f"{sources[0].name}/seed-{seeds[0]}",
+                        f"{sources[1].name}/seed-{seeds[-1]}"],
+              "ceiling": [f"{sources[0].name}/{p.name}" for p in ceiling]}
     return geometry_arms(base.checkpoint, models,
-                         floor=[p for p in floor if p.exists()] if len(floor) == 2 else [],
-                         ceiling=ceiling)
+                         floor=floor if len(floor) == 2 and all(p.exists() for p in floor)
+                         else [], ceiling=ceiling, labels=labels)
 
 
 def geometry_summary(geometry: Geometry) -> pd.DataFrame:

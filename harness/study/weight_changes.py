@@ -17,18 +17,19 @@ __all__ = ["study_weight_changes"]
 
 
 def study_weight_changes(study: StudyConfig) -> pd.DataFrame:
-    """For every trained arm of `study` (not grafts), every saved checkpoint of every seed
-    against its baseline's model: per (arm, seed, step, group) the delta norm, the relative
-    change and the mean effective rank of the group's 2-D deltas. Empty when no arm has a
-    baseline model on disk."""
+    """For every trained arm of `study` (not grafts or merges), every saved checkpoint of every
+    seed against its baseline's model (an arm without one: the study's baseline's): per (arm,
+    seed, step, group) the delta norm, the relative change and the mean effective rank of the
+    group's 2-D deltas. Empty when no arm has a baseline model on disk."""
     from harness.train.checkpoint import is_checkpoint
 
     rows = []
     for arm in study.arms_resolved():
-        if (not arm.baseline or arm.graft is not None or arm.merge is not None
+        start = arm.baseline or study.analysis.baseline  # a declared arm: the study's start
+        if (arm.name == start or arm.graft is not None or arm.merge is not None
                 or arm.recipe.updates == 0):
             continue
-        base = study.arm(arm.baseline)
+        base = study.arm(start)
         for seed in arm.seeds:
             start = TrainJob(base, seed if seed in base.seeds else base.seeds[0]).checkpoint
             folder = TrainJob(arm, seed).checkpoint.parent
