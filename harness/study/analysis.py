@@ -176,10 +176,11 @@ def analyse_frame(study: StudyConfig, frame: pd.DataFrame, *,
     # a graft is read against both ends: its target (the baseline) and its source
     others += [dataclasses.replace(a, baseline=a.graft.source, role="graft-vs-source")
                for a in others if a.graft is not None]
-    # merge variants read against each other too (TOST: are they distinguishable?)
+    # merge variants read against each other too (TOST: are they distinguishable?), the
+    # pairs adjusted together as one family
     merges = [a for a in others if a.merge is not None]
-    others += [dataclasses.replace(a, baseline=b.name, role="merge-vs-merge")
-               for i, a in enumerate(merges) for b in merges[i + 1:]]
+    pairs = [dataclasses.replace(a, baseline=b.name, role="merge-vs-merge")
+             for i, a in enumerate(merges) for b in merges[i + 1:]]
     modes = [m for m in MODES if (m == "greedy" and study.eval.greedy)
              or (m == "sampled" and study.eval.samples)]
     rows, rules = [], {}
@@ -188,6 +189,8 @@ def analyse_frame(study: StudyConfig, frame: pd.DataFrame, *,
         rows += found
         for arm in others:  # single pre-registered comparisons: designs may differ
             rows += _family([arm], frame, study, mode, rng, adjust=False)[0]
+        if pairs:
+            rows += _family(pairs, frame, study, mode, rng, adjust=True)[0]
     headroom, association = None, None
     k = study.analysis.headroom_k
     if k and study.eval.greedy and study.eval.samples >= k:

@@ -143,7 +143,24 @@ def test_merges_are_read_against_their_baseline_and_each_other(tmp_path):
     assert greedy.loc[("ram", GOOD), "verdict"] == "worse"
     assert greedy.loc[("ties", "ram"), "role"] == "merge-vs-merge"
     assert greedy.loc[("ties", "ram"), "verdict"] == "better"
+    assert greedy.loc[("ties", "ram"), "family"] == 1  # one pair: a family of one
     table = merging_table(study, cells)
     assert set(zip(table["merge"], table["vs"])) == {("ties", GOOD), ("ram", GOOD),
                                                      ("ties", "ram")}
     assert set(table["method"]) == {"ties", "ram"}
+
+
+def test_merge_pairs_are_adjusted_as_one_family(tmp_path):
+    path = write_study(tmp_path, eval_section=BIG_EVAL)
+    names = ("ties", "ram", "linear")
+    with open(path, "a") as handle:
+        handle.write("".join(f'\n[[merges]]\nname = "{name}"\nmethod = "{name}"\nsources = '
+                             f'["lr=0.0001,kl_coef=0", "{GOOD}"]\nbaseline = "{GOOD}"\n'
+                             for name in names))
+    study = load_study_config(path)
+    write_scripted_episodes(study, {a.name: 0.5 for a in study.arms_resolved()},
+                            np.random.default_rng(2), task_rates=np.linspace(-0.2, 0.2, 20))
+    cells = analyse_study(study).cells
+    pairs = cells[(cells["role"] == "merge-vs-merge") & (cells["mode"] == "greedy")]
+    assert len(pairs) == 3 and (pairs["family"] == 3).all()
+    assert (pairs["p_adjusted"] >= pairs["p_value"]).all()  # Holm over the three pairs
