@@ -80,19 +80,20 @@ def _weights(checkpoint: str | Path) -> Path:
 def _paired_tensors(start: str | Path, trained: str | Path
                     ) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
     """(name, start tensor, trained tensor) in float64, one pair in memory at a time."""
-    from safetensors import safe_open
+    from harness.merge.models import ModelReader
 
-    with safe_open(_weights(start), "pt") as a, safe_open(_weights(trained), "pt") as b:
-        names_a, names_b = set(a.keys()), set(b.keys())
+    for folder in (start, trained):
+        _weights(folder)  # a clear error for a folder without weights
+    with ModelReader(start) as a, ModelReader(trained) as b:
+        names_a, names_b = set(a.names()), set(b.names())
         if names_a != names_b:
             raise HarnessError(f"{start} and {trained} have different parameters (e.g. "
                                f"{sorted(names_a ^ names_b)[:3]}); they need a common start")
         for name in sorted(names_a):
-            x, y = a.get_tensor(name), b.get_tensor(name)
+            x, y = a.get(name), b.get(name)
             if x.shape != y.shape:
-                raise HarnessError(f"{name}: shapes {tuple(x.shape)} and {tuple(y.shape)} "
-                                   "differ")
-            yield name, x.double().numpy(), y.double().numpy()
+                raise HarnessError(f"{name}: shapes {x.shape} and {y.shape} differ")
+            yield name, x, y
 
 
 def change_norms(start: str | Path, trained: str | Path) -> pd.DataFrame:

@@ -5,6 +5,7 @@ that change sparse, overlapping supports of it; and the mergekit configurations 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -96,12 +97,7 @@ def make_inputs(root: Path) -> None:
             models[model][name] = (value + delta).astype(np.float32)
     for model, tensors in models.items():
         folder = root / model
-        if folder.exists():
-            import shutil
-
-            shutil.rmtree(folder)
-        import shutil
-
+        shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(template, folder)
         save_file({k: torch.from_numpy(v) for k, v in tensors.items()},
                   str(folder / "model.safetensors"), metadata={"format": "pt"})
