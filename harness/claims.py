@@ -12,7 +12,9 @@ claim belongs to another owner is:
 - **left alone for good** when that live owner has marked it done (it played it);
 - **waited for** otherwise (the live owner is playing it).
 
-A key stored ``ok`` since this owner started (by anyone) is dropped before it is claimed.
+A key stored ``ok`` (by anyone) by the time it would be claimed is dropped instead: the
+test is the store itself, not when the episode finished, since another owner's record may
+be written well after it finished.
 An owner that ends (normally, by an error or a signal) marks itself ended and deletes its
 claims and those of owners gone, so a rerun replays what failed, as a rerun always has.
 
@@ -171,13 +173,14 @@ class Claims:
                            [(self.run_id, self.owner, *row) for row in self._finished])
         self._finished = []
         self._flush_attempts()
-        stored, held = (self._foreign(live) if self._overlap else (set(), {}))
+        held = self._held(live) if self._overlap else {}
+        stored = self._stored_ok if self._overlap else (lambda row: False)
         taken, dropped, waiting = [], [], False
         for key in keys:
             if len(taken) >= limit:
                 break
             row = _row(key)
-            if row in stored or held.get(row) == 1:
+            if held.get(row) == 1 or stored(row):  # a claim's done flag may lag its record
                 dropped.append(key)
             elif row in held:
                 waiting = True
@@ -198,20 +201,23 @@ class Claims:
         return {owner for owner, host, pid, beat in rows
                 if beat >= now - self.lease_s and _may_run(host, pid)}
 
-    def _foreign(self, live: set[str]) -> tuple[set[tuple], dict[tuple, int]]:
-        """Keys stored ``ok`` since this owner started, and the keys live owners hold
-        (``done`` flag by key)."""
-        db = self._db
-        stored = set(db.execute(
-            f"SELECT {_KEY_NAMES} FROM episodes WHERE run_id=? AND status='ok' AND "
-            "finished_at>=?", (self.run_id, self.started_at)).fetchall())
+    def _held(self, live: set[str]) -> dict[tuple, int]:
+        """The keys live owners hold (``done`` flag by key)."""
         held: dict[tuple, int] = {}
-        for *row, owner, done in db.execute(
+        for *row, owner, done in self._db.execute(
                 f"SELECT {_KEY_NAMES}, owner, done FROM run_claims WHERE run_id=? AND owner!=?",
                 (self.run_id, self.owner)):
             if owner in live:
                 held[tuple(row)] = done
-        return stored, held
+        return held
+
+    def _stored_ok(self, row: tuple) -> bool:
+        """Whether the key is stored ``ok`` now. Asked of each key before it is claimed: a
+        key handed to this owner was not ``ok`` when it read what is done, so ``ok`` now means
+        another owner stored it since (whenever that owner finished playing it)."""
+        return self._db.execute(
+            f"SELECT 1 FROM episodes WHERE run_id=? AND ({_KEY_NAMES})=(?,?,?,?,?) AND "
+            "status='ok'", (self.run_id, *row)).fetchone() is not None
 
     def finish(self, record: EpisodeRecord) -> None:
         """Note a played episode: its claim is marked done at the next `take`, and an attempt

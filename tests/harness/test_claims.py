@@ -85,6 +85,25 @@ def test_a_key_stored_ok_since_the_start_is_dropped(store):
         assert seen.dropped == [KEYS[0]] and seen.keys == [KEYS[1]]
 
 
+def test_a_record_written_after_the_next_owner_started_is_never_played_again(store):
+    """The first owner played a key before the second started (so it never marked its claim
+    done) but its record reached the store only after: the second drops the key, while the
+    first still holds it and after the first has released it."""
+    first = Claims(store, "r", lease_s=30).__enter__()
+    first.take(KEYS[:2], 2)  # alone: no done marks are kept
+    first.finish(_record(KEYS[0]))
+    with Claims(store, "r", lease_s=30) as second:
+        store.write_episode("r", _record(KEYS[0]), [])  # committed late by the writer ...
+        store.tables(CLAIM_TABLES).execute("UPDATE episodes SET finished_at=?",
+                                           (second.started_at - 5,))
+        # ... its row made (and its finished_at stamped) before the second started
+        seen = second.take(KEYS[:2], 10)
+        assert seen.dropped == [KEYS[0]] and seen.keys == [] and seen.waiting
+        first.__exit__(None, None, None)
+        after = second.take(KEYS[:2], 10)
+        assert after.keys == [KEYS[1]] and not after.waiting
+
+
 def test_failed_attempts_are_logged_and_survive_a_replacement(store):
     with Claims(store, "r", lease_s=30) as mine:
         mine.take(KEYS[:2], 2)
