@@ -194,6 +194,12 @@ SUITE_CAPABILITIES: Mapping[str, Any] = {
     "settings": {},
     # what decides its episodes beyond its id (τ-bench: the user simulator): part of the
     # identity and the id of every run that plays the suite
+    "unsupported": {},
+    # task id -> why the suite leaves that task out (`harness tasks unsupported SUITE`)
+    "build_task": None,
+    # build_task(task_id, *, retry_failed=False): build the task's environment ahead of its
+    # episodes (`harness tasks build SUITE`), `EnvironmentNotBuilt` when it cannot be; a
+    # failure is remembered and raised again at once, unless retry_failed
 }
 """The optional capabilities a suite may declare, each with the value a suite that does not
 declare it has. The engine reads them only through `suite_capability`; `check_suite` checks
@@ -210,7 +216,13 @@ them): optional methods are the protocols above (`Snapshotable`, `HasOracle`, ..
 _CAPABILITY_TYPES: Mapping[str, tuple[type, ...]] = {
     "multiline_actions": (bool,), "default_scaffold": (str,), "published_splits": (tuple,),
     "exploit_policies": (Mapping, type(None)), "settings": (Mapping,), "ends_on_invalid": (bool,),
-    "free_form_actions": (bool,)}
+    "free_form_actions": (bool,), "unsupported": (Mapping,), "build_task": (Callable, type(None))}
+
+
+class EnvironmentNotBuilt(HarnessError):
+    """A task's environment (its image, its filesystem layer) could not be built; the message
+    says why on one line. `make_env` and a suite's ``build_task`` raise it; the audit lists
+    such tasks apart from the oracle's failures."""
 
 
 @runtime_checkable

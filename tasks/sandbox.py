@@ -53,7 +53,8 @@ from tasks.sandbox_egress import egress_env, egress_prologue
 from tasks.sandbox_gc import make_sandbox_root, register_process
 from tasks.sandbox_idmap import IdMap, sandbox_id_map, write_maps
 from tasks.sandbox_layer import PINNED_INODES, layer_kind, mount_layer
-from tasks.sandbox_process import Output, await_namespace_end, feed, kill_group, pump
+from tasks.sandbox_process import (Output, await_namespace_end, feed, kill_group, kill_tree,
+                                   pump, read_info)
 from tasks.sandbox_process import init_pid as init_pid_of
 from tasks.sandbox_rootfs import (
     AGENT_HOME,
@@ -75,6 +76,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SESSION_GRACE_S = 0.2
+"""How long a session command's output is still read after the command exits (what it wrote
+last; a background process that keeps the output open is not waited for)."""
 _NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                "--unshare-cgroup")
 _HOLD = (  # $1 lowerdirs, $2 upper, $3 work, $4 merged, then (host, mount point, ro|rw) per
@@ -232,14 +236,21 @@ class Sandbox:
     visible inside (read-only unless `Bind.writable`). `env` is added to every command's
     environment. `network`: ``none`` (loopback only) or ``registries`` (the allow-listed hosts
     of `egress`, a started `EgressProxy`, through its bound socket; `tasks.sandbox_egress`).
+    `session`: the episode's commands share one pid, network, IPC and UTS namespace, as the
+    commands of a container's shell do (a server a command starts in the background keeps
+    running and serving the later commands); a command's output is read until it exits (and
+    `SESSION_GRACE_S` more), not until every process holding its output closes it; at its
+    wall-clock limit its process group is killed. Every other protection is the same.
     Use as a context manager, or call `close()`.
     """
 
     def __init__(self, rootfs: Path, *, limits: Limits = Limits(), workdir: str = "/work",
                  binds: Sequence[Bind] = (), env: Mapping[str, str] | None = None,
                  layers: Sequence[Path] = (), network: str = "none",
-                 egress: EgressProxy | None = None):
+                 egress: EgressProxy | None = None, session: bool = False):
         self.network, self.egress = check_network_policy(network, egress), egress
+        self.session = session
+        self._session_init: int | None = None
         _require_available()
         self.rootfs = Path(rootfs)
         if not (self.rootfs / "bin" / "sh").exists() and not (self.rootfs / "usr/bin/sh").exists():
@@ -299,6 +310,35 @@ class Sandbox:
         self._holder.append(holder)
         register_process(self._root, holder.pid)
         write_maps(holder.pid, self.ids)
+        if self.session:
+            self._start_session()
+
+    def _start_session(self) -> None:
+        """Start the episode's shared namespaces: bwrap's reaper as their pid 1 and a process
+        that waits on its stdin (closed at `close` and `restore`, which ends them all), with
+        the egress forwarder where the sandbox reaches the registries."""
+        if not any((self.rootfs / d / "bwrap").exists() for d in ("usr/bin", "bin")):
+            raise SandboxError(f"a session sandbox needs bubblewrap in its rootfs ({self.rootfs}"
+                               " has no bwrap): its commands are set up by the rootfs's own")
+        info_read, info_write = os.pipe()
+        seccomp_fd = os.open(seccomp_program(), os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            argv = self._launch("echo ready && exec cat >/dev/null", "/", {}, "root",
+                                info_write, seccomp_fd)
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    pass_fds=(info_write, seccomp_fd))
+        finally:
+            os.close(info_write)
+            os.close(seccomp_fd)
+        with os.fdopen(info_read, "rb") as info:
+            init = init_pid_of(read_info(info))
+        self._holder.append(proc)
+        assert proc.stdout is not None
+        started = proc.stdout.readline().strip()  # its root and mounts are in place
+        if init is None or started != b"ready":
+            raise SandboxError(f"cannot start the episode's session: {started[-300:]!r}")
+        self._session_init = init
 
     def _bind_point(self, index: int) -> Path:
         """Where bind `index` is mounted in the holder's namespace: host root binds it there,
@@ -306,7 +346,8 @@ class Sandbox:
         return self._root / f"bind-{index}"
 
     def _release(self) -> None:
-        while self._holder:
+        self._session_init = None
+        while self._holder:  # the session first: its namespaces end with it
             _stop(self._holder.pop())
 
     def _make_dir(self, inside: str, uid: int) -> None:
@@ -330,17 +371,24 @@ class Sandbox:
 
     # ---- commands ---------------------------------------------------------------------------
     def _bwrap(self, command: str, cwd: str, env: Mapping[str, str], user: str,
-               info_fd: int, seccomp_fd: int) -> list[str]:
-        args = ["bwrap", "--info-fd", str(info_fd), "--seccomp", str(seccomp_fd),
-                "--bind", str(self._layer / "merged"), "/", "--dev", "/dev",
-                "--proc", "/proc", *kernel_surfaces(), *_NAMESPACES, "--hostname", "sandbox",
+               info_fd: int | None, seccomp_fd: int) -> list[str]:
+        joined = self._session_init is not None  # the session's namespaces, entered already
+        namespaces = () if joined else (*_NAMESPACES, "--hostname", "sandbox")
+        info = ["--info-fd", str(info_fd)] if info_fd is not None else []
+        # joined: the session's mount namespace is entered, its root and its /proc (of the
+        # session's pid namespace) are this command's
+        root, proc = (("--bind", "/", "/"), ("--bind", "/proc", "/proc")) if joined else \
+            (("--bind", str(self._layer / "merged"), "/"), ("--proc", "/proc"))
+        args = ["bwrap", *info, "--seccomp", str(seccomp_fd), *root, "--dev", "/dev",
+                *proc, *kernel_surfaces(), *namespaces,
                 "--new-session", "--die-with-parent", "--clearenv", "--chdir", cwd]
-        for i, bind in enumerate(self.binds):
+        for i, bind in enumerate(() if joined else self.binds):  # joined: mounted already
             args += ["--bind" if bind.writable else "--ro-bind", str(self._bind_point(i)),
                      bind.target]
         if self.network == "registries" and self.egress is not None:  # variables, forwarder
             env = {**egress_env(self.egress.forward_port), **env}
-            command = egress_prologue(self.egress.forward_port, EGRESS_SOCKET) + command
+            if not joined:  # a session's forwarder was started with it
+                command = egress_prologue(self.egress.forward_port, EGRESS_SOCKET) + command
         home = "/root" if user == "root" else AGENT_HOME
         merged_env = {"PATH": DEFAULT_PATH, "HOME": home, "USER": user, "LOGNAME": user,
                       "LANG": "C.UTF-8", "TERM": "dumb", "SHELL": "/bin/bash",
@@ -367,11 +415,15 @@ class Sandbox:
         return args
 
     def _launch(self, command: str, cwd: str, env: Mapping[str, str], user: str,
-                info_fd: int, seccomp_fd: int) -> list[str]:
+                info_fd: int | None, seccomp_fd: int) -> list[str]:
         if not self._holder or self._holder[0].poll() is not None:
             raise SandboxError("the episode layer is not mounted (its holder process exited)")
-        return ["nsenter", f"--target={self._holder[0].pid}", "--mount", "--user", "--",
-                *self._bwrap(command, cwd, env, user, info_fd, seccomp_fd)]
+        holder, init = self._holder[0].pid, self._session_init
+        mounts = f"/proc/{init or holder}/ns/mnt"
+        shared = [f"--{ns}=/proc/{init}/ns/{ns}" for ns in ("pid", "net", "ipc", "uts",
+                                                            "cgroup")] if init else []
+        return ["nsenter", f"--user=/proc/{holder}/ns/user", f"--mount={mounts}", *shared,
+                "--", *self._bwrap(command, cwd, env, user, info_fd, seccomp_fd)]
 
     def run(self, command: str, *, timeout_s: float | None = None, cwd: str | None = None,
             env: Mapping[str, str] | None = None, stdin: str | bytes | None = None,
@@ -386,7 +438,8 @@ class Sandbox:
         self._check_open()
         wall = self.limits.wall_s if timeout_s is None else timeout_s
         data = stdin.encode() if isinstance(stdin, str) else stdin
-        info_read, info_write = os.pipe()
+        joined = self._session_init is not None  # no namespace of its own to wait for
+        info_read, info_write = os.pipe() if not joined else (None, None)
         seccomp_fd = os.open(seccomp_program(), os.O_RDONLY | os.O_CLOEXEC)
         started = time.perf_counter()
         try:
@@ -395,21 +448,28 @@ class Sandbox:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else
                                     subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                    pass_fds=(info_write, seccomp_fd))
+                                    pass_fds=tuple(fd for fd in (info_write, seccomp_fd)
+                                                   if fd is not None))
         finally:
-            os.close(info_write)
+            if info_write is not None:
+                os.close(info_write)
             os.close(seccomp_fd)
-        with os.fdopen(info_read, "rb") as info:
-            init_pid = init_pid_of(info.read())
+        init_pid = None
+        if info_read is not None:
+            with os.fdopen(info_read, "rb") as info:
+                init_pid = init_pid_of(read_info(info))
         if data is not None:
             feed(proc, data)
         output = Output(keep)
+        kill = (lambda: kill_tree(proc)) if joined else (lambda: kill_group(proc))
         try:
-            timed_out = pump(proc, output, started + wall)
+            timed_out = pump(proc, output, started + wall, kill=kill,
+                             exit_grace_s=SESSION_GRACE_S if joined else None)
         except BaseException:  # interrupted (a signal, a cancelled thread): end the command now
-            kill_group(proc)
+            kill()
             raise
-        await_namespace_end(init_pid)
+        if not joined:
+            await_namespace_end(init_pid)
         code = None if timed_out else proc.returncode
         text, truncated = output.text()
         return output, CommandResult(code, text, timed_out, truncated,

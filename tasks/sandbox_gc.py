@@ -40,7 +40,7 @@ from tasks.sandbox_rootfs import SandboxError
 
 __all__ = ["GRACE_S", "LEGACY_PREFIX", "OWNER_FILE", "ProcessId", "RootOwner",
            "close_own_sandboxes", "collect_garbage", "make_sandbox_root", "own_process",
-           "process_id", "read_owner", "register_process", "sandboxes_dir"]
+           "process_id", "read_owner", "register_process", "sandboxes_dir", "stopping"]
 
 logger = logging.getLogger(__name__)
 
@@ -175,6 +175,12 @@ def register_process(root: Path, pid: int) -> None:
             raise SandboxError(f"{root} has no owner file (was it made by make_sandbox_root?)")
         running = tuple(p for p in record.processes if p.alive())
         _write_owner(root, RootOwner(record.owner, record.boot_id, (*running, process)))
+
+
+def stopping() -> bool:
+    """Whether this process is stopping (`close_own_sandboxes` refused new sandboxes): a
+    command that failed now may have failed because its sandbox was closed under it."""
+    return bool(_STATE["refuse_new"])
 
 
 def close_own_sandboxes(*, refuse_new: bool = False) -> list[str]:

@@ -9,7 +9,9 @@ land in the store like any run):
   declared exploits and the greedy policy (when given), ``eval_seeds`` seeds per task, for
   the reward ceilings (`harness.audit.ceilings`).
 
-Then it re-grades a spread of the stored trajectories (`harness.audit.determinism`) and
+A task whose environment did not build (the suite's ``build_task`` says so: a recorded
+failure answers at once) is listed apart and left out of every rate: it is not an oracle
+failure. Then it re-grades a spread of the stored trajectories (`harness.audit.determinism`) and
 writes the result to the store's ``audits`` table (`harness.audit.records`).
 """
 
@@ -28,7 +30,7 @@ from harness.audit.determinism import check_determinism
 from harness.audit.learnability import headroom_by_type, learnability
 from harness.audit.probes import Probe, exploit_probes, trivial_probes
 from harness.audit.records import write_audit
-from harness.audit.result import AuditResult
+from harness.audit.result import UNBUILT_COLUMNS, AuditResult
 from harness.config import RunConfig
 from harness.core import ConfigError, HarnessError
 from harness.policies import make_policy
@@ -36,9 +38,10 @@ from harness.executors import execute, parse_executor
 from harness.runner import RunAborted
 from harness.store import Store
 from tasks import get_suite
-from tasks.base import SPLITS, HasOracle, Suite
+from tasks.base import (SPLITS, Env, EnvironmentNotBuilt, HasOracle, Suite,
+                        suite_capability)
 
-__all__ = ["AuditConfig", "AuditResult", "BasePolicyFailed", "audit_suite"]
+__all__ = ["AuditConfig", "AuditResult", "BasePolicyFailed", "audit_suite", "unbuilt_tasks"]
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +107,41 @@ def _run(config: AuditConfig, suite: Suite, run_id: str, policies: list, *, samp
         return store.load_episodes(run_id=run_id)
 
 
+def unbuilt_tasks(suite: Suite, frame: pd.DataFrame) -> pd.DataFrame:
+    """The tasks of `frame` (episodes) none of whose episodes played and whose environment the
+    suite's ``build_task`` says does not build, with the reason (`UNBUILT_COLUMNS`); none
+    for a suite that declares no ``build_task``."""
+    build = suite_capability(suite, "build_task")
+    if build is None or frame.empty:
+        return pd.DataFrame(columns=UNBUILT_COLUMNS)
+    played = frame.groupby("task_id")["status"].agg(lambda s: bool((s == "ok").any()))
+    types = frame.groupby("task_id")["task_type"].first()
+    rows = []
+    for task_id in sorted(played.index[~played]):
+        try:
+            build(task_id)
+        except EnvironmentNotBuilt as exc:
+            rows.append({"task_id": task_id, "task_type": str(types[task_id]),
+                         "reason": " ".join(str(exc).split())})
+    return pd.DataFrame(rows, columns=UNBUILT_COLUMNS)
+
+
+def _built_only(suite: Suite, frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` without the tasks whose environment did not build; a `HarnessError` saying
+    so when no task is left."""
+    unbuilt = unbuilt_tasks(suite, frame)
+    built = frame[~frame["task_id"].isin(set(unbuilt["task_id"]))]
+    if len(unbuilt) and built.empty:
+        raise HarnessError(f"the audit of {suite.id} stopped: the environments of "
+                           f"{len(unbuilt)} tasks did not build ({', '.join(unbuilt['task_id'])})"
+                           f"; `harness tasks build {suite.id}` says why")
+    return built
+
+
 def _base_episodes(config: AuditConfig, suite: Suite, run_id: str) -> pd.DataFrame:
+    """The base run's episodes. Its error budget (half the episodes) stops a base policy that
+    fails; where environments that did not build explain the errors (a rerun replays just
+    the errored episodes), the rest is played and the budget applies to the built tasks."""
     policy = make_policy(config.base_policy)
     try:
         frame = _run(config, suite, run_id, [policy], samples=config.k, eval_seeds=(0,),
@@ -112,14 +149,23 @@ def _base_episodes(config: AuditConfig, suite: Suite, run_id: str) -> pd.DataFra
     except RunAborted as exc:
         with Store(config.db, readonly=True) as store:
             frame = store.load_episodes(run_id=run_id)
-        if frame.empty or (frame["status"] == "ok").any():
+        if not unbuilt_tasks(suite, frame).empty:
+            frame = _run(config, suite, run_id, [policy], samples=config.k, eval_seeds=(0,),
+                         max_error_rate=1.0)
+            built = _built_only(suite, frame)
+            if (built["status"] != "ok").mean() > 0.5:
+                raise BasePolicyFailed(f"base policy {config.base_policy!r} fails on "
+                                       f"{suite.id}: more than half of its episodes on tasks "
+                                       "whose environment built errored; the audit stopped")
+        elif frame.empty or (frame["status"] == "ok").any():
             raise BasePolicyFailed(f"base policy {config.base_policy!r} fails on {suite.id}; "
                                    f"the audit stopped ({exc})") from None
-    errors = frame[frame["status"] != "ok"]
-    if len(errors) == len(frame):
+    built = _built_only(suite, frame)
+    errors = built[built["status"] != "ok"]
+    if len(errors) == len(built):
         last = (errors["error"].iloc[-1] or "").strip().splitlines()[-1:]
         raise BasePolicyFailed(f"base policy {config.base_policy!r} errored on every one of its "
-                               f"{len(frame)} episodes on {suite.id}; the audit stopped (last "
+                               f"{len(built)} episodes on {suite.id}; the audit stopped (last "
                                f"error: {last})")
     return frame
 
@@ -129,8 +175,7 @@ def _probes(config: AuditConfig, suite: Suite, notes: list[str]) -> list[Probe]:
     if not suite.trivial_actions:
         notes.append(f"{suite.id} declares no trivial actions: only the built-in probes "
                      "(empty answer, invalid output, random) were played")
-    first = suite.tasks(config.split)[0]
-    if isinstance(suite.make_env(first.id), HasOracle):
+    if isinstance(_first_env(suite, config.split), HasOracle):
         probes.append(Probe("oracle", "oracle", make_policy("oracle")))
     else:
         notes.append(f"{suite.id} has no oracle: the oracle ceiling was not measured")
@@ -152,6 +197,30 @@ def _probes(config: AuditConfig, suite: Suite, notes: list[str]) -> list[Probe]:
             continue
         unique[probe.policy.id] = probe
     return list(unique.values())
+
+
+def _first_env(suite: Suite, split: str) -> Env | None:
+    """An env of the first task of `split` whose environment builds (None when none does)."""
+    for spec in suite.tasks(split):
+        try:
+            return suite.make_env(spec.id)
+        except EnvironmentNotBuilt:
+            continue
+    return None
+
+
+def _without_unbuilt(suite: Suite, base: pd.DataFrame, probes: pd.DataFrame,
+                     notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """`base` and `probes` without the episodes of tasks whose environment did not build,
+    and those tasks (`unbuilt_tasks`)."""
+    unbuilt = unbuilt_tasks(suite, pd.concat([base, probes], ignore_index=True))
+    if unbuilt.empty:
+        return base, probes, unbuilt
+    left_out = set(unbuilt["task_id"])
+    notes.append(f"{len(unbuilt)} tasks whose environment did not build are left out of every "
+                 "rate (not oracle failures; listed apart)")
+    return (base[~base["task_id"].isin(left_out)], probes[~probes["task_id"].isin(left_out)],
+            unbuilt)
 
 
 def _error_note(frame: pd.DataFrame, what: str) -> str | None:
@@ -178,6 +247,7 @@ def audit_suite(config: AuditConfig) -> AuditResult:
     probes = _probes(config, suite, notes)
     probe_frame = _run(config, suite, probe_run, [p.policy for p in probes], samples=1,
                        eval_seeds=tuple(range(config.eval_seeds)), max_error_rate=1.0)
+    base, probe_frame, unbuilt = _without_unbuilt(suite, base, probe_frame, notes)
     notes += [n for n in (_error_note(base, "base-policy"), _error_note(probe_frame, "probe"))
               if n]
     kinds = {p.policy.id: (p.name, p.kind) for p in probes}
@@ -203,7 +273,7 @@ def audit_suite(config: AuditConfig) -> AuditResult:
         run_ids=(base_run, probe_run), notes=tuple(notes), rates=rates,
         ceiling=trivial_ceiling(rates, threshold=config.threshold), oracle_failures=failures,
         learnability=learnability(base, config.base_policy, config.k), headroom=headroom,
-        n_regraded=n_regraded, flaky=flaky)
+        n_regraded=n_regraded, flaky=flaky, unbuilt=unbuilt)
     write_audit(config.db, result)
     log.info("audit %s stored in %s", audit_id, config.db)
     return result

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.audit.result import AuditResult
+from harness.audit.result import UNBUILT_COLUMNS, AuditResult
 from harness.audit.tables import load_audit_rows, write_audit_row
 from harness.core import HarnessError
 from harness.store import Store
@@ -22,8 +22,11 @@ from harness.store import Store
 __all__ = ["RECORD_VERSION", "result_to_dict", "result_from_dict", "write_audit",
            "load_audits", "latest_audits"]
 
-RECORD_VERSION = 1
-_TABLES = ("rates", "ceiling", "oracle_failures", "learnability", "headroom", "flaky")
+RECORD_VERSION = 2
+"""2 adds the ``unbuilt`` table (tasks whose environment did not build); a version 1 record
+reads back with none."""
+_TABLES = ("rates", "ceiling", "oracle_failures", "learnability", "headroom", "flaky",
+           "unbuilt")
 
 
 def _plain(value: Any) -> Any:
@@ -59,10 +62,12 @@ def result_to_dict(result: AuditResult) -> dict[str, Any]:
 
 def result_from_dict(data: dict[str, Any]) -> AuditResult:
     """The `AuditResult` stored as `data` (as `result_to_dict` wrote it)."""
-    if data.get("version") != RECORD_VERSION:
+    if data.get("version") not in (1, RECORD_VERSION):
         raise HarnessError(f"audit record version {data.get('version')!r} is not "
                            f"{RECORD_VERSION}; rerun `harness audit`")
-    tables = {name: _table_from_dict(data[name]) for name in _TABLES}
+    empty = {"columns": UNBUILT_COLUMNS, "rows": []}
+    tables = {name: _table_from_dict(data.get(name, empty) if name == "unbuilt" else data[name])
+              for name in _TABLES}
     for name in ("flagged", "significant"):
         tables["ceiling"][name] = tables["ceiling"][name].astype(bool)
     return AuditResult(audit_id=data["audit_id"], suite=data["suite"], split=data["split"],

@@ -11,7 +11,10 @@ import pandas as pd
 from harness.audit.ceilings import ALL
 from harness.audit.determinism import FLAKY_COLUMNS
 
-__all__ = ["AuditResult"]
+__all__ = ["AuditResult", "UNBUILT_COLUMNS"]
+
+UNBUILT_COLUMNS = ["task_id", "task_type", "reason"]
+"""Columns of `AuditResult.unbuilt`: a task whose environment did not build, and why."""
 
 
 @dataclass(frozen=True)
@@ -20,8 +23,10 @@ class AuditResult:
 
     rates: every probe's success per task type (`ceilings.RATE_COLUMNS`; kind ``trivial``,
     ``exploit``, ``oracle`` or ``greedy``). ceiling: `ceilings.trivial_ceiling`.
-    oracle_failures: `ceilings.oracle_ceiling` failures. learnability, headroom: per task type
-    (`learnability`). flaky: `determinism.FLAKY_COLUMNS`.
+    oracle_failures: `ceilings.oracle_ceiling` failures, among the tasks whose environment
+    built. learnability, headroom: per task type (`learnability`). flaky:
+    `determinism.FLAKY_COLUMNS`. unbuilt: the tasks whose environment did not build
+    (`UNBUILT_COLUMNS`), left out of every other table: not oracle failures.
     """
 
     audit_id: str
@@ -37,11 +42,14 @@ class AuditResult:
     headroom: pd.DataFrame
     n_regraded: int
     flaky: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FLAKY_COLUMNS))
+    unbuilt: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=UNBUILT_COLUMNS))
 
     @property
     def summary(self) -> dict[str, Any]:
         """Headline numbers: oracle success, trivial ceiling, flagged task types, zero-gradient
-        share, headroom, flaky trajectories, best exploit (None where not measured)."""
+        share, headroom, flaky trajectories, best exploit (None where not measured), tasks
+        whose environment did not build."""
         def overall(table: pd.DataFrame, column: str) -> float | None:
             row = table[table["task_type"] == ALL]
             return None if row.empty else float(row[column].iloc[0])
@@ -61,4 +69,5 @@ class AuditResult:
             "headroom": overall(self.headroom, "headroom"),
             "n_regraded": self.n_regraded, "n_flaky": len(self.flaky),
             "exploit_max": None if exploits.empty else float(exploits["success"].max()),
+            "unbuilt_tasks": len(self.unbuilt),
         }

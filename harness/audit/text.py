@@ -34,6 +34,7 @@ def summary_lines(result: AuditResult) -> list[str]:
     else:
         lines.append(f"  oracle           {_interval(oracle.iloc[0])}  "
                      f"({s['oracle_failing_tasks']} tasks failed at least once)")
+    lines += _task_lists(result)
     flag = ("; FLAGGED above " + _pct(s["threshold"]) + ": " + ", ".join(
         f"{r.task_type} {_pct(r.success)} ({r.probe})" for r in flagged.itertuples())
             if len(flagged) else f"; no task type above {_pct(s['threshold'])}")
@@ -59,6 +60,19 @@ def summary_lines(result: AuditResult) -> list[str]:
         lines.append(f"  exploit          {row.probe}: {_pct(row.success)} (ceiling "
                      f"{_pct(s['ceiling'])})")
     lines += [f"  note: {note}" for note in result.notes]
+    return lines
+
+
+def _task_lists(result: AuditResult) -> list[str]:
+    """The tasks the oracle failed and, apart, those whose environment did not build."""
+    lines = []
+    if len(result.oracle_failures):
+        lines.append(f"  oracle failed    {len(result.oracle_failures)} tasks: "
+                     + ", ".join(result.oracle_failures["task_id"]))
+    if len(result.unbuilt):
+        lines.append(f"  not built        {len(result.unbuilt)} tasks' environment did not build "
+                     "(not oracle failures, left out of every rate): "
+                     + ", ".join(result.unbuilt["task_id"]))
     return lines
 
 

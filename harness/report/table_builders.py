@@ -243,16 +243,20 @@ def audit_learnability_table(audit: AuditResult) -> Table:
 
 
 def audit_failures_table(audit: AuditResult) -> Table | None:
-    """Tasks the oracle fails and trajectories that did not re-grade the same (None if none)."""
+    """Tasks the oracle fails, tasks whose environment did not build (apart: not oracle
+    failures) and trajectories that did not re-grade the same (None if none)."""
     body = [(Cell("oracle failure"), Cell(r.task_id), Cell(r.task_type),
              Cell(f"{r.successes} / {r.n} solved; {r.verdict}"))
             for r in audit.oracle_failures.itertuples()]
+    body += [(Cell("environment did not build"), Cell(r.task_id), Cell(r.task_type),
+              Cell(r.reason)) for r in audit.unbuilt.itertuples()]
     body += [(Cell("flaky grader"), Cell(r.task_id), Cell(r.task_type),
               Cell(f"{r.policy}, eval seed {r.eval_seed}: {r.detail}"))
              for r in audit.flaky.itertuples()]
     if not body:
         return None
     return Table(f"audit-failures-{audit.suite}-{audit.split}",
-                 f"Audit of {audit.suite} ({audit.split}): oracle failures and flaky grading",
+                 f"Audit of {audit.suite} ({audit.split}): oracle failures, environments "
+                 "that did not build and flaky grading",
                  ("Finding", "Task", "Task type", "Detail"), tuple(body), "llll")
 

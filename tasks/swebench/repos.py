@@ -14,8 +14,10 @@ import subprocess
 from pathlib import Path
 
 from harness.core import HarnessError
+from tasks.sandbox_mirror import find_in_mirror, repository_git_dir
 
-__all__ = ["RepoError", "REPOS_ENV", "mirror_path", "checkout", "cache_root", "read_at", "CHECKOUT_LAYOUT"]
+__all__ = ["RepoError", "REPOS_ENV", "mirror_path", "checkout", "cache_root", "read_at",
+           "CHECKOUT_LAYOUT"]
 
 REPOS_ENV = "SWEBENCH_REPOS"
 CACHE_ENV = "HARNESS_SWEBENCH_CACHE"
@@ -40,27 +42,16 @@ def _git(*args: str, cwd: Path | None = None, git_dir: Path | None = None) -> st
     return done.stdout
 
 
-def _git_dir(path: Path) -> Path | None:
-    for candidate in (path, path / "repo"):
-        if (candidate / ".git").exists():
-            return candidate / ".git"
-        if (candidate / "HEAD").exists() and (candidate / "objects").exists():
-            return candidate
-    return None
-
-
 def mirror_path(repo: str, mirrors: str | os.PathLike | None = None) -> Path:
     """The git dir of `repo` (``owner/name``) in the mirror directory."""
     root = mirrors or os.environ.get(REPOS_ENV)
     owner, _, name = repo.partition("/")
-    if root:
-        for folder in (f"{owner}__{name}", f"{owner}+{name}", f"{owner}/{name}", name):
-            found = _git_dir(Path(root) / folder)
-            if found is not None:
-                return found
+    found = find_in_mirror(Path(root), repo) if root else None
+    if found is not None:
+        return found
     cloned = cache_root() / "mirrors" / f"{owner}__{name}"
-    if _git_dir(cloned) is not None:
-        return _git_dir(cloned)  # type: ignore[return-value]
+    if repository_git_dir(cloned) is not None:
+        return repository_git_dir(cloned)  # type: ignore[return-value]
     if os.environ.get("HARNESS_OFFLINE") or not shutil.which("git"):
         raise RepoError(f"no mirror of {repo} under ${REPOS_ENV} ({root or 'unset'})")
     try:  # online: one bare clone, reused

@@ -1,17 +1,25 @@
-"""Base images a Terminal-Bench Dockerfile may start ``FROM``, emulated on the Debian rootfs.
+"""Base images a Terminal-Bench Dockerfile may start ``FROM``, emulated on Debian roots.
 
-Every task runs on the project's Debian bookworm rootfs (Python 3.11, pip, a C toolchain);
-a known base image adds what the image gives a task before its own steps: its working
-directory and the ``python``/``pip`` commands. An image that is not in `BASE_IMAGES` (e.g.
+A known image names the Debian release whose userland and Python stand in for it (`suite`),
+the Debian packages and the root commands that add what the image gives a task before its own
+steps (built once per image into a shared layer), and its working directory. Python images
+get the Python of their version where a Debian release carries it (3.9 bullseye, 3.11
+bookworm, 3.13 trixie), laid out as the official image lays it out: ``python``/``python3``/
+``pip`` in ``/usr/local/bin`` and pip, setuptools and wheel in
+``/usr/local/lib/python3.X/site-packages`` (Debian's own pip removed, so a task that breaks
+the image's pip breaks it here too). An image that is not in `BASE_IMAGES` (e.g.
 ``localstack/localstack``, whose image *is* the environment) makes the task unsupported with
 its name: it is never silently replaced.
 
 | image | emulation |
 |---|---|
-| ``ghcr.io/laude-institute/t-bench/python-3-13`` | ``WORKDIR /app``; ``python``, ``pip`` on PATH (Python 3.11, not 3.13); uv 0.8.15 from PyPI; tmux and asciinema not installed (the harness runs one command per turn) |
-| ``ghcr.io/laude-institute/t-bench/ubuntu-24-04`` | ``WORKDIR /app``; Debian bookworm userland instead of Ubuntu 24.04; uv 0.8.15 from PyPI (upstream's solutions fetch it from astral.sh) |
-| ``python:3.X[-slim][-bookworm]`` | ``python``, ``pip`` on PATH (Python 3.11 whatever X) |
-| ``debian:*``, ``ubuntu:*`` | Debian bookworm userland |
+| ``ghcr.io/laude-institute/t-bench/python-3-13`` | Debian 13 (trixie) with its Python 3.13 and its headers, as the python image lays it out; ``WORKDIR /app``; uv 0.8.15 (PyPI), tmux, asciinema, procps (as `python-3-13:20250620` lists them) |
+| ``ghcr.io/laude-institute/t-bench/ubuntu-24-04`` | Debian 13 (trixie) userland for Ubuntu 24.04; ``WORKDIR /app``; uv 0.8.15 (PyPI), tmux, asciinema, procps |
+| ``python:3.13*``, ``python:3.12*`` | trixie's Python 3.13 (3.12: 3.13, noted) and headers, as the python image lays it out |
+| ``python:3.11*``, ``python:3.10*`` | bookworm's Python 3.11 (3.10: 3.11, noted) |
+| ``python:3.9*``, ``python:3.8*`` | bullseye's Python 3.9 (3.8: 3.9, noted) |
+| ``debian:bullseye``/``bookworm``/``trixie`` (or 11/12/13) | that release; other tags: trixie |
+| ``ubuntu:22.04`` (jammy) | bookworm userland; ``ubuntu:24.04``/``latest``/other tags: trixie |
 """
 
 from __future__ import annotations
@@ -21,35 +29,75 @@ from dataclasses import dataclass
 
 __all__ = ["BASE_IMAGES", "BaseImage", "base_image"]
 
-_PYTHON_COMMANDS = ("ln -sf /usr/bin/python3 /usr/local/bin/python && "
-                    "ln -sf /usr/bin/pip3 /usr/local/bin/pip")
-_UV = "python3 -m pip install --break-system-packages -q uv==0.8.15"
+_PYTHON_IMAGE = (
+    "python3 -m pip install -q --ignore-installed pip setuptools wheel"
+    " && rm -rf /usr/lib/python3/dist-packages/pip /usr/lib/python3/dist-packages/pip-*"
+    " && v=$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])')"
+    " && ln -sfn dist-packages /usr/local/lib/python$v/site-packages"
+    " && ln -sf /usr/bin/python3 /usr/local/bin/python3"
+    " && ln -sf /usr/bin/python3 /usr/local/bin/python"
+    " && ln -sf /usr/bin/python3 /usr/local/bin/python$v")
+"""(Run with ``PIP_BREAK_SYSTEM_PACKAGES=1``, which bullseye's older pip ignores.) The
+official python image's layout on Debian's Python: pip, setuptools and wheel from PyPI
+in ``/usr/local/lib/python3.X/dist-packages`` (Debian's ``site-packages`` there), reachable as
+``site-packages`` too, and the commands in ``/usr/local/bin``."""
+_UV = "python3 -m pip install -q uv==0.8.15"
 """uv as the t-bench images carry it (from PyPI, at build time through the registries egress):
 solutions that fetch uv's installer from astral.sh, outside the registries, find it on PATH."""
+_T_BENCH_PACKAGES = ("asciinema", "procps", "tmux")
+_PYTHON_PACKAGES = ("python3-dev",)
+"""The python image's headers (``Python.h``): its tasks build C extensions against them."""
 
 
 @dataclass(frozen=True)
 class BaseImage:
-    """What a base image gives a task: `workdir` ("" for ``/``), `setup` (a root shell command
-    run before the task's steps, "" for none) and the `note` stored with the task."""
+    """What a base image gives a task: the Debian release standing in for it (`suite`), the
+    Debian `packages` and root `setup` commands of its shared layer, its `workdir` ("" for
+    ``/``) and the `note` stored with the task."""
 
     label: str
     pattern: str
+    suite: str
     workdir: str
+    packages: tuple[str, ...]
     setup: str
     note: str
 
 
+def _python(version: str, suite: str, python: str) -> BaseImage:
+    same = version == python
+    return BaseImage(
+        f"python:{version}", rf"(docker\.io/)?(library/)?python:{re.escape(version)}"
+        r"(\.\d+)?(-slim)?(-bookworm|-bullseye|-trixie)?", suite, "", _PYTHON_PACKAGES,
+        _PYTHON_IMAGE,
+        f"python:{version} emulated by Debian {suite}'s Python {python}"
+        + ("" if same else f" (not {version})"))
+
+
 BASE_IMAGES = (
-    BaseImage("t-bench/python-3-13", r"ghcr\.io/laude-institute/t-bench/python-3-13(:.*)?", "/app", f"{_PYTHON_COMMANDS} && {_UV}",
-              "t-bench python-3-13 emulated: WORKDIR /app, python/pip of Debian's Python 3.11, "
-              "uv 0.8.15"),
-    BaseImage("t-bench/ubuntu-24-04", r"ghcr\.io/laude-institute/t-bench/ubuntu-24-04(:.*)?", "/app", _UV,
-              "t-bench ubuntu-24-04 emulated: WORKDIR /app on Debian bookworm, uv 0.8.15"),
-    BaseImage("python:3.*", r"(docker\.io/)?(library/)?python:3(\.\d+)?(-slim)?(-bookworm|-bullseye)?", "",
-              _PYTHON_COMMANDS, "python image emulated by Debian's Python 3.11 as python/pip"),
-    BaseImage("debian:*, ubuntu:*", r"(docker\.io/)?(library/)?(debian|ubuntu)(:.*)?", "", "",
-              "debian/ubuntu image emulated by Debian bookworm"),
+    BaseImage("t-bench/python-3-13", r"ghcr\.io/laude-institute/t-bench/python-3-13(:.*)?",
+              "trixie", "/app", _T_BENCH_PACKAGES + _PYTHON_PACKAGES,
+              f"{_PYTHON_IMAGE} && {_UV}",
+              "t-bench python-3-13 emulated: Debian 13's Python 3.13 laid out as the python "
+              "image, WORKDIR /app, uv 0.8.15, tmux, asciinema, procps"),
+    BaseImage("t-bench/ubuntu-24-04", r"ghcr\.io/laude-institute/t-bench/ubuntu-24-04(:.*)?",
+              "trixie", "/app", _T_BENCH_PACKAGES, _UV,
+              "t-bench ubuntu-24-04 emulated: Debian 13 userland, WORKDIR /app, uv 0.8.15, tmux, "
+              "asciinema, procps"),
+    _python("3.13", "trixie", "3.13"), _python("3.12", "trixie", "3.13"),
+    _python("3.11", "bookworm", "3.11"), _python("3.10", "bookworm", "3.11"),
+    _python("3.9", "bullseye", "3.9"), _python("3.8", "bullseye", "3.9"),
+    _python("3", "trixie", "3.13"),
+    BaseImage("debian:bullseye", r"(docker\.io/)?(library/)?debian:(bullseye|11)(\S*)?",
+              "bullseye", "", (), "", "debian:bullseye: Debian 11"),
+    BaseImage("debian:bookworm", r"(docker\.io/)?(library/)?debian:(bookworm|12)(\S*)?",
+              "bookworm", "", (), "", "debian:bookworm: Debian 12"),
+    BaseImage("debian:*", r"(docker\.io/)?(library/)?debian(:.*)?", "trixie", "", (), "",
+              "debian image emulated by Debian 13 (trixie)"),
+    BaseImage("ubuntu:22.04", r"(docker\.io/)?(library/)?ubuntu:(22\.04|jammy)(\S*)?",
+              "bookworm", "", (), "", "ubuntu:22.04 emulated by Debian 12 (bookworm)"),
+    BaseImage("ubuntu:*", r"(docker\.io/)?(library/)?ubuntu(:.*)?", "trixie", "", (), "",
+              "ubuntu image emulated by Debian 13 (trixie)"),
 )
 """Known base images, first match wins (the patterns are matched against the whole name)."""
 

@@ -89,7 +89,7 @@ def bench_sandbox(n: int = 40, setups: int = 10) -> SandboxBench:
     environment = build_environment(load_task(LITE_DIR / "count-words"))
     bare: dict[str, list[float]] = {c: [] for c in COMMANDS}
     boxed: dict[str, list[float]] = {c: [] for c in COMMANDS}
-    with Sandbox(rootfs, layers=[environment.layer], workdir="/app") as box:
+    with Sandbox(rootfs, layers=environment.layers, workdir="/app") as box:
         for command in COMMANDS:  # warm both paths once
             box.run(command)
             subprocess.run(["bash", "-c", command], capture_output=True)
@@ -101,7 +101,7 @@ def bench_sandbox(n: int = 40, setups: int = 10) -> SandboxBench:
                 boxed[command].append(_time(lambda: box.run(command), "sandbox"))
     setup, copy_layer = [], []
     for _ in range(setups):
-        setup.append(_time(lambda: Sandbox(rootfs, layers=[environment.layer],
+        setup.append(_time(lambda: Sandbox(rootfs, layers=environment.layers,
                                            workdir="/app").close()))
         copy_layer.append(_copy(environment.layer))
     copy_rootfs = _copy(rootfs)

@@ -11,7 +11,9 @@ Each command run is logged, raw, in the step's ``info["commands"]`` (`tasks.sand
 
 When the agent submits or runs out of steps the verifier runs, as upstream, on a fresh copy of
 the task's tests the agent never saw: ``/tests`` and ``/logs/verifier`` are wiped and the tests
-copied in, then as root TB2 runs ``tests/test.sh`` and reads ``/logs/verifier/reward.txt``;
+copied in, then as root TB2 runs ``tests/test.sh`` (with the task's ``[verifier] env``) and
+reads ``/logs/verifier/reward.json`` or ``reward.txt`` as Harbor does
+(`tasks.terminal.harbor.harbor_reward`);
 TB1 runs its ``run-tests.sh`` (the task's, else the dataset's ``defaults/run-tests.sh``, with
 the ``test_scripts`` the task lists copied beside the tests, ``TEST_DIR=/tests``) from the
 working directory and passes iff pytest's ``-rA`` summary lists passed tests and no failed or
@@ -30,6 +32,7 @@ from __future__ import annotations
 import base64
 import io
 import re
+import shlex
 import subprocess
 import tarfile
 from collections.abc import Sequence
@@ -41,6 +44,7 @@ from tasks.sandbox import CommandResult, Limits, Sandbox, SandboxError
 from tasks.sandbox_egress import EgressProxy, configured_allow_list
 from tasks.sandboxed_env import SandboxedEnv
 from tasks.terminal.environment import SHIMS, TaskEnvironment, trust_host_cas
+from tasks.terminal.harbor import harbor_reward
 from tasks.terminal.taskdir import TerminalTask
 
 __all__ = ["SUBMIT", "TerminalEnv"]
@@ -62,9 +66,13 @@ def syntax_error(command: str) -> str | None:
 
 def oracle_actions(task: TerminalTask) -> list[str]:
     """The reference solution as actions: TB1 solution.yaml commands one per turn; a TB2
-    ``solution/`` directory (with its helper files) unpacked to /tmp and ``solve.sh`` run."""
+    ``solution/`` directory (with its helper files) unpacked to ``/solution``, where Harbor's
+    oracle puts it, and ``solve.sh`` run from the working directory; a TB2 task's
+    ``[solution] env`` exported first."""
+    exports = "".join(f"export {name}={shlex.quote(value)}\n"
+                      for name, value in task.extras.get("solution_env", {}).items())
     if task.solution_dir is None or len(list(task.solution_dir.rglob("*"))) == 1:
-        return list(task.solution)
+        return [exports + command for command in task.solution]
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as archive:
         for file in sorted(task.solution_dir.rglob("*")):
@@ -75,8 +83,8 @@ def oracle_actions(task: TerminalTask) -> list[str]:
             else:
                 archive.addfile(info)
     encoded = base64.b64encode(buffer.getvalue()).decode()
-    return [f"mkdir -p /tmp/solution && echo {encoded} | base64 -d | tar -xzf - -C "
-            f"/tmp/solution && bash /tmp/solution/solve.sh"]
+    return [f"{exports}mkdir -p /solution && echo {encoded} | base64 -d | tar -xzf - -C "
+            f"/solution && bash /solution/solve.sh"]
 
 
 class TerminalEnv(SandboxedEnv):
@@ -88,10 +96,11 @@ class TerminalEnv(SandboxedEnv):
     def __init__(self, task: TerminalTask, environment: TaskEnvironment, *, max_steps: int = 30,
                  command_timeout_s: float = 120.0, limits: Limits | None = None,
                  egress_allow: Sequence[str] | None = None, agent_user: str = "agent",
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, session: bool = False):
         super().__init__()
         self.task, self.environment = task, environment
         self.agent_user = agent_user  # "root" (of the sandbox's user namespace) for TB tasks
+        self.session = session  # commands share one shell's namespaces (`Sandbox` session)
         self.extra_env = dict(env or {})
         # hosts a "registries" task may reach (default: HARNESS_EGRESS_ALLOW, else registries)
         self.egress_allow = tuple(configured_allow_list() if egress_allow is None
@@ -108,9 +117,10 @@ class TerminalEnv(SandboxedEnv):
         deterministic)."""
         if self.task.network == "registries":
             self._egress = EgressProxy(self.egress_allow).start()
-        box = Sandbox(self.environment.rootfs, layers=[self.environment.layer],
+        box = Sandbox(self.environment.rootfs, layers=self.environment.layers,
                       workdir=self.task.workdir, env={**self.extra_env, **dict(self.task.env)},
-                      limits=self.limits, network=self.task.network, egress=self._egress)
+                      limits=self.limits, network=self.task.network, egress=self._egress,
+                      session=self.session)
         if self._egress is not None:
             try:
                 trust_host_cas(box)
@@ -192,7 +202,8 @@ class TerminalEnv(SandboxedEnv):
                 "/logs/verifier", user="root", cwd="/")
         box.copy_in(self.task.tests_dir, "/tests")
         box.copy_in(SHIMS, "/opt/harness-shims")
-        env = {**self.extra_env, **dict(self.task.env), "TEST_DIR": "/tests",
+        env = {**self.extra_env, **dict(self.task.env),
+               **self.task.extras.get("verifier_env", {}), "TEST_DIR": "/tests",
                "PATH": "/opt/harness-shims:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
                "/sbin:/bin"}
         timeout = self.task.verifier_timeout_s
@@ -201,11 +212,8 @@ class TerminalEnv(SandboxedEnv):
                              env=env, timeout_s=timeout)
             if result.timed_out:
                 return 0.0, "timeout"
-            try:
-                text = box.read_file("/logs/verifier/reward.txt").decode().strip()
-                return float(text or 0.0), "reward.txt"
-            except (ValueError, SandboxError):
-                return 0.0, "no reward.txt"
+            return harbor_reward(*(self._verifier_file(box, f"/logs/verifier/reward.{kind}")
+                                   for kind in ("json", "txt")))
         run_tests = self.task.extras.get("run_tests")
         if run_tests is not None:
             for script in self.task.extras.get("test_scripts", ()):
@@ -226,6 +234,14 @@ class TerminalEnv(SandboxedEnv):
         return (1.0 if passed else 0.0), ("all tests passed" if passed else "tests failed")
 
     # ---- helpers ----------------------------------------------------------------------------
+    @staticmethod
+    def _verifier_file(box: Sandbox, path: str) -> str | None:
+        """The text of a file the verifier wrote (None when it cannot be read: absent)."""
+        try:
+            return box.read_file(path).decode(errors="replace")
+        except SandboxError:
+            return None
+
     def _render(self, output: str, result: CommandResult) -> str:
         """The escaped output ending in a newline, then the exit code or the kill."""
         if output and not output.endswith("\n"):

@@ -52,6 +52,9 @@ class TerminalSuite(SuiteBase):
     instructions = INSTRUCTIONS
     default_scaffold = "terminal@1"
     max_steps = 30
+    agent_user = "agent"
+    """Who runs the agent's commands: the sandbox's unprivileged ``agent`` (it owns the task's
+    workdir) or ``root`` of its user namespace."""
 
     def __init__(self, tasks: list[TerminalTask], splits: dict[str, str] | None = None):
         self.all_tasks = {t.id: t for t in tasks}
@@ -70,7 +73,15 @@ class TerminalSuite(SuiteBase):
 
     def make_env(self, task_id: str) -> TerminalEnv:
         task = self.terminal_task(task_id)
-        return TerminalEnv(task, build_environment(task), max_steps=self.max_steps)
+        return TerminalEnv(task, build_environment(task, agent_user=self.agent_user),
+                           max_steps=self.max_steps, agent_user=self.agent_user)
+
+    def build_task(self, task_id: str, *, retry_failed: bool = False) -> None:
+        """Build task `task_id`'s environment now (``harness tasks build``); `BuildFailed`
+        (an `EnvironmentNotBuilt`) when it cannot be, at once when that failure is recorded
+        and not `retry_failed`."""
+        build_environment(self.terminal_task(task_id), retry_failed=retry_failed,
+                          agent_user=self.agent_user)
 
 
 class TerminalLiteSuite(TerminalSuite):
@@ -102,6 +113,7 @@ class TerminalBenchSuite(TerminalSuite):
 
     name = "terminal-bench"
     version = 1
+    agent_user = "root"  # of the sandbox's user namespace, as upstream runs its agents
     description = "Terminal-Bench 1/2 task directories (TERMINAL_BENCH_TASKS) in the sandbox"
     max_steps = 50
     comparability = Comparability(
@@ -112,15 +124,21 @@ class TerminalBenchSuite(TerminalSuite):
         evidence="tests/tasks/terminal/test_terminal_loader.py")
 
     def make_env(self, task_id: str) -> TerminalEnv:
-        """As upstream runs a task: the agent is root (of the sandbox's user namespace), each
-        command may run as long as the task's agent time limit, the verifier its own, and
-        pip installs into the system Python as in the task's image."""
+        """As upstream runs a task: one shell session (a server a command starts keeps serving
+        the later commands and the verifier), the agent root (of the sandbox's user
+        namespace), each command may run as long as the task's agent time limit, the verifier
+        its own, and pip installs into the system Python as in the task's image. A Harbor task's
+        ``storage_mb`` sizes the writable layer (8 GiB when absent), its ``memory_mb`` raises
+        each process's address-space limit above the default (`tasks.terminal.harbor`)."""
         task = self.terminal_task(task_id)
+        storage_mb, memory_mb = task.extras.get("storage_mb"), task.extras.get("memory_mb")
         limits = Limits(wall_s=task.agent_timeout_s, cpu_s=int(task.agent_timeout_s) + 1,
-                        output_bytes=16 << 10, file_size_bytes=4 << 30, disk_bytes=8 << 30,
-                        inodes=1 << 16)
-        return TerminalEnv(task, build_environment(task), max_steps=self.max_steps,
-                           limits=limits, agent_user="root", env=BUILD_ENV)
+                        output_bytes=16 << 10, file_size_bytes=4 << 30,
+                        disk_bytes=storage_mb << 20 if storage_mb else 8 << 30, inodes=1 << 16,
+                        memory_bytes=max(Limits.memory_bytes, (memory_mb or 0) << 20))
+        return TerminalEnv(task, build_environment(task, agent_user=self.agent_user),
+                           max_steps=self.max_steps, limits=limits,
+                           agent_user=self.agent_user, env=BUILD_ENV, session=True)
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         path = root or os.environ.get("TERMINAL_BENCH_TASKS")

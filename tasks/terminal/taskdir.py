@@ -2,8 +2,9 @@
 
 TB1: ``task.yaml`` (instruction, category, difficulty, timeouts), ``Dockerfile``,
 ``run-tests.sh``, ``tests/test_outputs.py``, ``solution.sh`` or ``solution.yaml``.
-TB2 (Harbor): ``task.toml``, ``instruction.md``, ``environment/Dockerfile``, ``tests/test.sh``
-(writes ``/logs/verifier/reward.txt``), ``solution/solve.sh``.
+TB2 (Harbor): ``task.toml`` (each documented key honoured, noted or refused: see
+`tasks.terminal.harbor`), ``instruction.md``, ``environment/Dockerfile``, ``tests/test.sh``
+(writes ``/logs/verifier/reward.json`` or ``reward.txt``), ``solution/solve.sh``.
 
 A TB1 task without a ``Dockerfile`` names its environment in ``docker-compose.yaml`` (its one
 service's ``build.context`` and ``dockerfile``) or, with ``env_name``, in the dataset's
@@ -32,11 +33,14 @@ import posixpath
 import re
 import shlex
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tasks.terminal.base_images import BASE_IMAGES, base_image
+from tasks.sandbox_egress import configured_allow_list
+from tasks.sandbox_mirror import mirror_holds, source_urls
 from tasks.terminal.build_context import ContextEscape, ContextSource, SourceMissing, resolve_source
+from tasks.terminal.harbor import Refused, read_settings
 
 __all__ = ["BuildStep", "TerminalTask", "Unsupported", "context_sources", "load_task",
            "load_tasks", "network_policy", "translate_dockerfile"]
@@ -69,8 +73,10 @@ def context_sources(context: Path, source: str, step: str) -> tuple[ContextSourc
 
 @dataclass(frozen=True)
 class BuildStep:
-    """One build step: ``("run", command)``, ``("copy", source, target)``, ``("workdir",
-    path)``, ``("env", name, value)`` or ``("write", path, text)`` (a heredoc ``COPY``)."""
+    """One build step: ``("from", image label, Debian suite)`` (the emulated base image,
+    `tasks.terminal.base_images`), ``("run", command)``, ``("copy", source, target)``,
+    ``("workdir", path)``, ``("env", name, value)`` or ``("write", path, text)`` (a heredoc
+    ``COPY``)."""
 
     kind: str
     args: tuple[str, ...]
@@ -141,6 +147,28 @@ def _check_pip(part: str) -> None:
                                   "the sandbox reaches (PyPI only)")
 
 
+MIRROR_ENV = "TERMINAL_BENCH_MIRROR"
+"""A mirror folder (`tasks.sandbox_mirror`) serving build steps' sources outside the
+registries: ``git clone`` of repositories it holds, ``curl``/``wget`` of files it holds."""
+MIRROR_NOTE = "sources outside the registries served from the mirror folder"
+
+
+def _outside_sources(run: str, notes: list[str]) -> None:
+    """`Unsupported` unless every outside source `run` fetches (only ``git clone``,
+    ``curl``, ``wget``) is in the mirror folder of `MIRROR_ENV`, the first missing URL named."""
+    tools = {m.group(2).split()[0] for m in _NETWORK_TOOLS.finditer(" " + run)}
+    urls = source_urls(run)
+    if not urls or not tools <= {"curl", "wget", "git"}:
+        raise Unsupported(f"RUN {run!r} needs the network at build time")
+    root = os.environ.get(MIRROR_ENV)
+    missing = [url for kind, url in urls if not (root and mirror_holds(Path(root), kind, url))]
+    if missing:
+        where = f"not in the mirror folder {root}" if root else f"${MIRROR_ENV} is unset"
+        raise Unsupported(f"RUN {run!r} needs the network at build time: {missing[0]} is "
+                          f"outside the registries ({where})")
+    notes.append(MIRROR_NOTE)
+
+
 def _translate_run(run: str, packages: list[str], notes: list[str]) -> str:
     """Collect apt/pip packages from `run`; return what is left to replay (may be empty).
     A compound command (loops, conditionals, groups) is kept whole and replayed with the
@@ -149,7 +177,7 @@ def _translate_run(run: str, packages: list[str], notes: list[str]) -> str:
         if _PIP_ANYWHERE.search(run):
             _check_pip(run)
         if _NETWORK_TOOLS.search(" " + run):
-            raise Unsupported(f"RUN {run!r} needs the network at build time")
+            _outside_sources(run, notes)
         for match in re.finditer(r"apt(?:-get)?\s+install\s+([^;&|]*)", run):
             packages += [w.split("=")[0] for w in shlex.split(match.group(1))
                          if not w.startswith("-")]
@@ -174,7 +202,7 @@ def _translate_run(run: str, packages: list[str], notes: list[str]) -> str:
         if part.startswith("rm -rf /var/lib/apt/lists"):
             continue
         if _NETWORK_TOOLS.search(" " + part):
-            raise Unsupported(f"RUN {part!r} needs the network at build time")
+            _outside_sources(part, notes)
         kept.append(part)
     return " && ".join(kept)
 
@@ -252,8 +280,7 @@ def _from(rest: str, steps: list[BuildStep], notes: list[str]) -> str:
         known = ", ".join(i.label for i in BASE_IMAGES)
         raise Unsupported(f"base image {name} is not emulated (known: {known})")
     notes.append(image.note)
-    if image.setup:
-        steps.append(BuildStep("run", (image.setup,)))
+    steps.append(BuildStep("from", (image.label, image.suite)))  # its shared layer
     if image.workdir:
         steps.append(BuildStep("workdir", (image.workdir,)))
     return image.workdir or "/"
@@ -313,21 +340,37 @@ def translate_dockerfile(text: str, context: Path) -> tuple[list[str], list[Buil
 
 
 def network_policy(environment: dict) -> str:
-    """The network policy a TB2 task's ``[environment]`` table declares: ``registries`` when
-    it says ``network = "registries"`` (package registries only, through the sandbox's egress
-    proxy; it wins over Harbor's ``allow_internet = true``, which such a task sets to run
-    under Harbor), ``none`` when it declares nothing, ``allow_internet = false`` or
-    ``network = "none"``. Any other need (``allow_internet = true`` alone, another value)
-    makes the task `Unsupported`: only registries are reachable."""
+    """The network policy a TB2 task's ``[environment]`` table declares. The project's own
+    ``network = "none"`` or ``"registries"`` wins. Else Harbor's ``network_mode`` (from
+    ``allow_internet`` when absent: true, Harbor's default, is ``public``; false
+    ``no-network``; ``allowed_hosts`` alone ``allowlist``): ``no-network`` is ``none``;
+    ``public`` is ``registries``, the nearest the sandbox offers (package registries only,
+    through its egress proxy, as TB1 tasks get); ``allowlist`` is ``registries`` when every
+    allowed host is on the egress allow-list (`configured_allow_list`), ``none`` when it
+    lists none. A table that declares nothing is ``none`` (the project's own tasks run
+    offline). Any other value makes the task `Unsupported`, the value named."""
     declared = environment.get("network")
     if declared in ("none", "registries"):
         return declared
     if declared not in (None, False):
         raise Unsupported(f"the task declares network = {declared!r}; supported: 'none' or "
                           "'registries' (package registries only)")
-    if environment.get("allow_internet"):
-        raise Unsupported("the task declares it needs the internet at run time")
-    return "none"
+    hosts = [str(h).strip().lower().rstrip(".") for h in environment.get("allowed_hosts") or []]
+    mode = environment.get("network_mode") or ("allowlist" if hosts else "public"
+                                               if environment.get("allow_internet") is True
+                                               else "no-network")
+    if mode in ("no-network", "public"):
+        return "none" if mode == "no-network" else "registries"
+    if mode != "allowlist":
+        raise Unsupported(f"the task declares network_mode = {mode!r}; supported: "
+                          "'no-network', 'public' or 'allowlist' (package registries only)")
+    reachable = {e.lower() if e.startswith("[") else e.rsplit(":", 1)[0].lower()
+                 for e in configured_allow_list()}
+    outside = [h for h in hosts if h not in reachable]
+    if outside:
+        raise Unsupported(f"allowed_hosts {', '.join(outside)} are outside the registries the "
+                          f"sandbox reaches ({', '.join(sorted(reachable))})")
+    return "registries" if hosts else "none"
 
 
 def _read_yaml(path: Path) -> dict:
@@ -457,7 +500,8 @@ def _finish(path: Path, fmt: str, files: dict[str, Path], dockerfile: str, *,
         solution_dir=solution_dir, agent_timeout_s=agent_s, verifier_timeout_s=verifier_s,
         notes=tuple(dict.fromkeys(notes)), unsupported=unsupported, network=policy,
         build_network=build_network, context=context,
-        extras={"tags": list(meta.get("tags") or []), **(verifier or {})})
+        extras={"tags": list(meta.get("tags") or []), **(verifier or {}),
+                **({"mirror": os.environ[MIRROR_ENV]} if MIRROR_NOTE in notes else {})})
 
 
 def load_task(path: Path) -> TerminalTask:
@@ -483,29 +527,47 @@ def load_task(path: Path) -> TerminalTask:
 
 
 def _load_tb2(path: Path, files: dict[str, Path], dockerfile: str) -> TerminalTask:
+    """A Harbor task: its task.toml settings as `tasks.terminal.harbor` reads them."""
     config = tomllib.loads(files["task.toml"].read_text())
-    environment = config.get("environment", {})
+    try:
+        settings = read_settings(config, path)
+    except Refused as exc:
+        raise Unsupported(str(exc)) from None
     solve = files["solution"] / "solve.sh"
-    return _finish(path, "tb2", files, dockerfile, meta=config.get("metadata", {}),
+    task = _finish(path, "tb2", files, dockerfile, meta=config.get("metadata", {}),
                    instruction=files["instruction.md"].read_text()
                    if files["instruction.md"].is_file() else "",
                    solution=(solve.read_text(),) if solve.is_file() else (),
                    solution_dir=files["solution"] if solve.is_file() else None,
-                   agent_s=float(config.get("agent", {}).get("timeout_sec", 900)),
-                   verifier_s=float(config.get("verifier", {}).get("timeout_sec", 180)),
-                   environment=environment)
+                   agent_s=settings.agent_timeout_s, verifier_s=settings.verifier_timeout_s,
+                   environment=config.get("environment", {}))
+    return replace(task, env=task.env + settings.env,
+                   notes=tuple(dict.fromkeys(task.notes + settings.notes)),
+                   extras={**task.extras, "memory_mb": settings.memory_mb,
+                           "storage_mb": settings.storage_mb,
+                           "verifier_env": dict(settings.verifier_env),
+                           "solution_env": dict(settings.solution_env)})
+
+
+DEFAULT_TEST_SCRIPTS = ("setup-uv-pytest.sh", "run-uv-pytest.sh")
+"""The dataset scripts a TB1 task's tests get when its task.yaml names none (upstream's
+default: ``defaults/run-tests.sh`` sources them)."""
 
 
 def _tb1_verifier(path: Path, files: dict[str, Path], meta: dict) -> dict:
     """Where TB1's verifier comes from: ``run_tests``, the task's ``run-tests.sh`` or the
     dataset's ``defaults/run-tests.sh`` (None: plain pytest), and ``test_scripts``, the
-    dataset's ``scripts/`` the task.yaml lists (copied into /tests beside the tests)."""
+    dataset's ``scripts/`` the task.yaml lists, upstream's `DEFAULT_TEST_SCRIPTS` when it
+    lists none (copied into /tests beside the tests; those the dataset lacks are skipped)."""
     dataset = path.parent.parent
     run_tests = files["run-tests.sh"] if files["run-tests.sh"].is_file() else None
     if run_tests is None and (dataset / "defaults" / "run-tests.sh").is_file():
         run_tests = context_sources(dataset, "defaults/run-tests.sh", "run-tests.sh")[0].path
+    listed = meta.get("test_scripts")
+    names = listed if isinstance(listed, list) else DEFAULT_TEST_SCRIPTS
     scripts = [context_sources(dataset, f"scripts/{name}", f"test_scripts {name}")[0].path
-               for name in meta.get("test_scripts") or [] if (dataset / "scripts").is_dir()]
+               for name in names if isinstance(name, str)
+               and os.path.lexists(dataset / "scripts" / name)]
     return {"run_tests": run_tests, "test_scripts": tuple(scripts)}
 
 

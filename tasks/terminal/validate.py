@@ -61,21 +61,35 @@ class TaskOutcome:
 
 
 def task_key(task) -> str:
-    """A digest of what the harness makes of a task (its translation and settings)."""
+    """A digest of what the harness makes of a task: its translation and settings, the
+    emulation of its base image, its verifier's scripts and the stand-ins on their PATH."""
+    from tasks.terminal.base_images import BASE_IMAGES
+    from tasks.terminal.environment import SHIMS, task_base
+
+    label = task_base(task)[0]
+    image = next((i for i in BASE_IMAGES if i.label == label), None)
     text = repr((task.format, task.packages, task.steps, task.workdir, task.env,
                  task.solution, task.unsupported, task.network, task.agent_timeout_s,
-                 task.verifier_timeout_s, task.extras.get("base")))
+                 task.verifier_timeout_s, image, task.extras.get("run_tests"),
+                 task.extras.get("test_scripts"),
+                 sorted((f.name, f.read_bytes()) for f in SHIMS.iterdir())))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _play(env, actions: Callable[[object], str | None], max_steps: int) -> tuple[bool, str]:
-    """Reset `env` and play until it ends; (won, verifier verdict)."""
+def _play(env, actions: Callable[[object], str | None], max_steps: int
+          ) -> tuple[bool, str, list[str]]:
+    """Reset `env` and play until it ends; (won, verifier verdict, hosts the egress refused:
+    outside the registries, what the episode could not reach)."""
     env.reset(seed=0)
+    refused: list[str] = []
     for _ in range(max_steps):
         result = env.step(actions(env))
+        refused += [f"{r['host']}" for r in result.info.get("egress", ())
+                    if r.get("verdict") == "refused" and r.get("host")]
         if result.terminated or result.truncated:
-            return bool(result.info.get("won")), str(result.info.get("verifier", ""))
-    return False, "did not end"
+            return (bool(result.info.get("won")), str(result.info.get("verifier", "")),
+                    sorted(set(refused)))
+    return False, "did not end", sorted(set(refused))
 
 
 def measure(suite, task_id: str) -> TaskOutcome:
@@ -96,21 +110,24 @@ def measure(suite, task_id: str) -> TaskOutcome:
     try:
         started = time.monotonic()
         steps = len(env._oracle) + 2
-        oracle, verdict = _play(env, lambda e: e.oracle_action(), steps)
+        oracle, verdict, refused = _play(env, lambda e: e.oracle_action(), steps)
         oracle_s = time.monotonic() - started
-        submit, _ = _play(env, lambda e: "submit", 2)
+        submit, _, _ = _play(env, lambda e: "submit", 2)
     finally:
         env.close()
     reason = "" if oracle else f"oracle: verifier says {verdict}"
+    if refused and not oracle:
+        reason += f"; outside the registries, the episode asked for {', '.join(refused)}"
     if oracle and submit:
         reason = "submitting at once passes the verifier"
     return TaskOutcome(task_id, key, True, True, oracle, submit, reason, build_s, oracle_s)
 
 
 def validate_tasks(suite, results: Path, task_ids: Iterable[str] | None = None, *,
-                   say: Callable[[str], None] = logger.info) -> list[TaskOutcome]:
-    """Measure every task of `suite` (or `task_ids`), resuming from `results` (a JSON file
-    rewritten after each task); rows whose `key` still matches are kept, not measured."""
+                   say: Callable[[str], None] = logger.info, jobs: int = 1
+                   ) -> list[TaskOutcome]:
+    """Measure every task of `suite` (or `task_ids`), `jobs` at once, resuming from `results`
+    (a JSON file rewritten after each task); rows whose `key` still matches are kept."""
     done: dict[str, dict] = {}
     if results.exists():
         try:
@@ -120,22 +137,37 @@ def validate_tasks(suite, results: Path, task_ids: Iterable[str] | None = None, 
                               "away or name another with --results") from None
     ids = list(task_ids or suite.all_tasks)
     rows: dict[str, TaskOutcome] = {}
-    for number, task_id in enumerate(ids, 1):
-        key = task_key(suite.all_tasks[task_id])
+    todo = []
+    for task_id in ids:
         previous = done.get(task_id)
-        if previous and previous.get("key") == key:
+        if previous and previous.get("key") == task_key(suite.all_tasks[task_id]):
             rows[task_id] = TaskOutcome(**previous)
-            continue
-        row = measure(suite, task_id)
-        rows[task_id] = row
-        done[task_id] = asdict(row)
+        else:
+            todo.append(task_id)
+    for row in _measured(suite, todo, jobs):
+        rows[row.task_id] = row
+        done[row.task_id] = asdict(row)
         results.parent.mkdir(parents=True, exist_ok=True)
         partial = results.with_suffix(".partial")
         partial.write_text(json.dumps({"tasks": done}, indent=1, sort_keys=True))
         partial.replace(results)
-        say(f"[{number}/{len(ids)}] {task_id}: {row.stage}"
+        say(f"[{len(rows)}/{len(ids)}] {row.task_id}: {row.stage}"
             + (f" ({row.reason[:160]})" if row.reason else ""))
     return [rows[i] for i in ids]
+
+
+def _measured(suite, task_ids: list[str], jobs: int) -> Iterable[TaskOutcome]:
+    """`measure` of each task, as they finish (`jobs` worker threads: each task's work is in
+    its sandboxes' processes)."""
+    if jobs <= 1:
+        yield from (measure(suite, task_id) for task_id in task_ids)
+        return
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(measure, suite, task_id) for task_id in task_ids]
+        for future in as_completed(futures):
+            yield future.result()
 
 
 def summary(rows: list[TaskOutcome]) -> dict[str, int]:
@@ -163,6 +195,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", default="results/terminal-validate.json",
                         help="JSON file of per-task rows, read to resume and rewritten")
     parser.add_argument("--only", action="append", help="task ids (repeat or comma-separate)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="tasks measured at once (each builds and plays in its own "
+                             "sandboxes; 2 suit a 2-core machine)")
     parser.add_argument("--load-only", action="store_true",
                         help="only say which tasks load as supported (nothing built)")
     parser.add_argument("--manifest", help="write the expected outcome per task here")
@@ -193,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{len(suite.all_tasks) - len(suite.unsupported)} of {len(suite.all_tasks)} "
                   "supported")
             return 0
-        rows = validate_tasks(suite, Path(args.results), wanted or None, say=say)
+        rows = validate_tasks(suite, Path(args.results), wanted or None, say=say,
+                              jobs=max(1, args.jobs))
     except HarnessError as exc:
         print(f"python -m tasks.terminal.validate: error: {exc}", file=sys.stderr)
         return 2

@@ -21,6 +21,14 @@ def base_rootfs() -> Path:
     return build_rootfs(BASE_RECIPE)
 
 
+@pytest.fixture(scope="session")
+def terminal_rootfs() -> Path:
+    """The terminal tasks' rootfs: it carries bubblewrap, which session sandboxes need."""
+    from tasks.terminal.environment import TERMINAL_RECIPE
+
+    return build_rootfs(TERMINAL_RECIPE)
+
+
 @pytest.fixture
 def sandbox(base_rootfs):
     with Sandbox(base_rootfs) as box:

@@ -1,6 +1,6 @@
 """The escape battery (`tests.tasks.sandbox.probes`) run from every place untrusted code runs:
-an agent command (as the agent and as root inside), code the agent wrote that a Terminal-Bench
-verifier runs, a task author's Dockerfile ``RUN`` step at build time, and a patch's code run by
+an agent command (as the agent and as root inside, in its own namespaces and in a session's),
+code the agent wrote that a Terminal-Bench verifier runs (in a session), a task author's Dockerfile ``RUN`` step at build time, and a patch's code run by
 SWE-bench-style grading. Each must be contained with the host unchanged."""
 
 from __future__ import annotations
@@ -25,13 +25,16 @@ def _bytes_per_file() -> int:
     return sizes["shmem_inode_cache"] + sizes["ovl_inode"] + 2 * sizes["dentry"]
 
 
-@pytest.mark.parametrize("user", ["agent", "root"])
-def test_battery_from_an_agent_command(base_rootfs, tmp_path, user):
+@pytest.mark.parametrize("user, session", [("agent", False), ("root", False),
+                                           ("agent", True), ("root", True)])
+def test_battery_from_an_agent_command(base_rootfs, terminal_rootfs, tmp_path, user, session):
+    """Per-command namespaces, and a session's shared ones (the command set up by the
+    rootfs's own bwrap inside them)."""
     (tmp_path / "host-folder").mkdir()
     (tmp_path / "host-folder" / "note.txt").write_text("a bound host folder")
     with SecretProcess() as secret, Sandbox(
-            base_rootfs, limits=BATTERY_LIMITS,
-            binds=[Bind(tmp_path / "host-folder", "/mnt/host")]) as box:
+            terminal_rootfs if session else base_rootfs, limits=BATTERY_LIMITS,
+            binds=[Bind(tmp_path / "host-folder", "/mnt/host")], session=session) as box:
         box.write_file("/opt/probes.py", probe_script(secret.pid, "/mnt/host"))
         before = HostState.read()
         result = box.run("python3 /opt/probes.py", user=user)

@@ -1,4 +1,5 @@
-"""Base-image emulation: known images give their workdir and commands, unknown ones refuse."""
+"""Base-image emulation: known images give their Debian release, workdir and commands, unknown
+ones refuse; a python image built for real has its version's Python laid out as upstream's."""
 
 from __future__ import annotations
 
@@ -8,16 +9,21 @@ from tasks.terminal.base_images import base_image
 from tasks.terminal.taskdir import BuildStep, Unsupported, translate_dockerfile
 
 
-@pytest.mark.parametrize("name, workdir, python", [
-    ("ghcr.io/laude-institute/t-bench/python-3-13:20250620", "/app", True),
-    ("ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "/app", False),
-    ("python:3.9-slim-bookworm", "", True),
-    ("debian:bullseye-slim", "", False),
-    ("ubuntu:22.04", "", False),
+@pytest.mark.parametrize("name, suite, workdir, python", [
+    ("ghcr.io/laude-institute/t-bench/python-3-13:20250620", "trixie", "/app", True),
+    ("ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest", "trixie", "/app", False),
+    ("python:3.9-slim-bookworm", "bullseye", "", True),
+    ("python:3.11", "bookworm", "", True),
+    ("python:3.13-slim-bookworm", "trixie", "", True),
+    ("debian:bullseye-slim", "bullseye", "", False),
+    ("debian:12", "bookworm", "", False),
+    ("debian", "trixie", "", False),
+    ("ubuntu:22.04", "bookworm", "", False),
+    ("ubuntu:latest", "trixie", "", False),
 ])
-def test_known_images_have_their_workdir_and_python(name, workdir, python):
+def test_known_images_have_their_release_workdir_and_python(name, suite, workdir, python):
     image = base_image(name)
-    assert image is not None and image.workdir == workdir
+    assert image is not None and image.workdir == workdir and image.suite == suite
     assert ("/usr/local/bin/python" in image.setup) is python
 
 
@@ -31,8 +37,10 @@ def test_a_t_bench_image_starts_in_app_before_the_task_steps(tmp_path):
     _, steps, workdir, notes = translate_dockerfile(
         "FROM --platform=linux/amd64 ghcr.io/laude-institute/t-bench/python-3-13:latest\n"
         "RUN touch here\n", tmp_path)
+    assert steps[0] == BuildStep("from", ("t-bench/python-3-13", "trixie"))
     assert steps[1] == BuildStep("workdir", ("/app",)) and workdir == "/app"
-    assert "uv==0.8.15" in steps[0].args[0] and steps[2] == BuildStep("run", ("touch here",))
+    assert steps[2] == BuildStep("run", ("touch here",))
+    assert "uv==0.8.15" in base_image("ghcr.io/laude-institute/t-bench/python-3-13").setup
     assert any("python-3-13 emulated" in note for note in notes)
 
 

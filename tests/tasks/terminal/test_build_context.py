@@ -142,7 +142,7 @@ def test_a_relative_path_is_accepted_iff_its_normal_form_stays_inside(deep_tree,
 
 # ---- the Dockerfile forms ---------------------------------------------------------------------
 def _translate(dockerfile: str, context: Path) -> list[BuildStep]:
-    return translate_dockerfile(f"FROM debian\nWORKDIR /app\n{dockerfile}\n", context)[1][1:]
+    return translate_dockerfile(f"FROM debian\nWORKDIR /app\n{dockerfile}\n", context)[1][2:]
 
 
 @pytest.mark.parametrize("line", [

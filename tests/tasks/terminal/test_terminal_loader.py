@@ -95,16 +95,16 @@ def test_run_parts_pip_and_compound_commands(tmp_path):
         "git=1:2.39 make && pip install numpy==1.26 && mkdir -p /data && echo ok > /data/f\n"
         "RUN for i in 1 2; do echo $i >> /data/n; done; apt-get install -y bc\n", tmp_path)
     assert packages == ["bc", "git", "make"]  # pip names are never mapped to Debian packages
-    assert steps[0].args[0].startswith("ln -sf /usr/bin/python3 /usr/local/bin/python")
+    assert steps[0] == BuildStep("from", ("python:3.13", "trixie"))  # the image's layer
     assert steps[1] == BuildStep("run", ("pip install numpy==1.26 && mkdir -p /data && "
                                          "echo ok > /data/f",))
     assert steps[2].args[0].startswith("for i in 1 2; do")  # kept whole
     assert workdir == "/" and any("from PyPI at build time" in n for n in notes)
 
 
-def test_a_task_that_needs_the_internet_is_unsupported_offline(tmp_path):
+def test_harbors_default_public_network_is_given_as_the_registries(tmp_path):
     task = load_task(make_tb2(tmp_path, toml_extra="[environment]\nallow_internet = true\n"))
-    assert task.unsupported == "the task declares it needs the internet at run time"
+    assert (task.unsupported, task.network) == (None, "registries")
 
 
 def test_a_directory_without_a_task_is_an_error(tmp_path):
@@ -149,9 +149,9 @@ def test_heredoc_copy_becomes_a_file_and_heredoc_run_a_script(tmp_path):
     _, steps, _, _ = translate_dockerfile(
         "FROM debian:12\nWORKDIR /app\nCOPY <<EOT logs/auth.log\nline one\n  line two\nEOT\n"
         "RUN <<EOF\necho a > /a\necho b > /b\nEOF\nRUN cat <<-'END' > /c\n\tx\n\tEND\n", tmp_path)
-    assert steps[1] == BuildStep("write", ("/app/logs/auth.log", "line one\n  line two\n"))
-    assert steps[2] == BuildStep("run", ("echo a > /a\necho b > /b\n",))
-    assert steps[3] == BuildStep("run", ("cat <<-'END' > /c\nx\nEND",))
+    assert steps[2] == BuildStep("write", ("/app/logs/auth.log", "line one\n  line two\n"))
+    assert steps[3] == BuildStep("run", ("echo a > /a\necho b > /b\n",))
+    assert steps[4] == BuildStep("run", ("cat <<-'END' > /c\nx\nEND",))
 
 
 def test_an_unterminated_heredoc_is_unsupported(tmp_path):
@@ -172,7 +172,8 @@ def test_pip_from_pypi_is_replayed_with_registries_at_build_time(tmp_path):
 def test_arg_defaults_are_substituted(tmp_path):
     _, steps, _, _ = translate_dockerfile(
         "ARG BASE=debian:12\nFROM ${BASE}\nARG DIR=/opt/x\nWORKDIR $DIR\n", tmp_path)
-    assert steps == [BuildStep("workdir", ("/opt/x",))]
+    assert steps == [BuildStep("from", ("debian:bookworm", "bookworm")),
+                     BuildStep("workdir", ("/opt/x",))]
 
 
 def _tb1_compose(root: Path, name: str, compose: str) -> Path:
@@ -278,3 +279,23 @@ def test_compose_heredoc_and_root_only_steps_pass_with_the_oracle_only(tmp_path,
         assert (result.reward, result.info["verifier"]) == (1.0, "all tests passed")
     finally:
         env.close()
+
+
+def test_tb1_tests_get_upstreams_default_scripts_unless_the_task_lists_its_own(tmp_path):
+    dataset = tmp_path / "dataset"
+    (dataset / "defaults").mkdir(parents=True)
+    (dataset / "scripts").mkdir()
+    (dataset / "defaults" / "run-tests.sh").write_text(
+        "source $TEST_DIR/setup-uv-pytest.sh\nbash $TEST_DIR/run-uv-pytest.sh\n")
+    for name in ("setup-uv-pytest.sh", "run-uv-pytest.sh", "other.sh"):
+        (dataset / "scripts" / name).write_text("true\n")
+    plain = make_tb1(dataset / "tasks", "plain")
+    (plain / "run-tests.sh").unlink()
+    task = load_task(plain)
+    assert task.extras["run_tests"] == dataset / "defaults" / "run-tests.sh"
+    assert [p.name for p in task.extras["test_scripts"]] == ["setup-uv-pytest.sh",
+                                                            "run-uv-pytest.sh"]
+    listed = make_tb1(dataset / "tasks", "listed")
+    with (listed / "task.yaml").open("a") as yaml:
+        yaml.write("test_scripts:\n  - other.sh\n")
+    assert [p.name for p in load_task(listed).extras["test_scripts"]] == ["other.sh"]

@@ -22,13 +22,14 @@ from tasks.terminal.taskdir import Unsupported, load_task, network_policy
     ({"network": False}, "none"),
     ({"network": "registries"}, "registries"),
     ({"network": "registries", "allow_internet": True}, "registries"),  # Harbor needs the flag
+    ({"allow_internet": True}, "registries"),  # Harbor's default, public: registries here
 ])
 def test_declared_network_needs_map_to_a_policy(environment, policy):
     assert network_policy(environment) == policy
 
 
 @pytest.mark.parametrize("environment, reason", [
-    ({"allow_internet": True}, "the task declares it needs the internet at run time"),
+    ({"network_mode": "internet"}, "the task declares network_mode = 'internet'"),
     ({"network": True}, "the task declares network = True; supported: 'none' or 'registries'"),
     ({"network": "internet", "allow_internet": True}, "network = 'internet'"),
 ])
