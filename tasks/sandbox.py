@@ -269,8 +269,9 @@ class Sandbox:
         self.layer_kind = mount_layer(self._root, self._layer, disk_bytes=limits.disk_bytes,
                                       inodes=limits.inodes)
         self._holder: list[subprocess.Popen] = []
+        self._session_pids: list[int] = []  # the session's pid 1, awaited when it ends
         self._finalizer = weakref.finalize(self, _cleanup, self._root, self._layer,
-                                           self._holder)
+                                           self._holder, self._session_pids)
         self._snapshots = 0
         self._fresh_layer()
         self._hold()
@@ -339,6 +340,7 @@ class Sandbox:
         if init is None or started != b"ready":
             raise SandboxError(f"cannot start the episode's session: {started[-300:]!r}")
         self._session_init = init
+        self._session_pids.append(init)
 
     def _bind_point(self, index: int) -> Path:
         """Where bind `index` is mounted in the holder's namespace: host root binds it there,
@@ -347,8 +349,7 @@ class Sandbox:
 
     def _release(self) -> None:
         self._session_init = None
-        while self._holder:  # the session first: its namespaces end with it
-            _stop(self._holder.pop())
+        _stop_all(self._holder, self._session_pids)
 
     def _make_dir(self, inside: str, uid: int) -> None:
         """Create `inside` (and missing parents) in the upper layer, owned by `uid`."""
@@ -607,9 +608,18 @@ def _stop(holder: subprocess.Popen) -> None:
         holder.wait()
 
 
-def _cleanup(root: Path, layer: Path, holders: list[subprocess.Popen]) -> None:
+def _stop_all(holders: list[subprocess.Popen], session_pids: list[int]) -> None:
+    """Stop the holders, the session first (its namespaces end with it), and wait until the
+    session's pid 1 is gone: then no process it held is left."""
     while holders:
         _stop(holders.pop())
+    while session_pids:
+        await_namespace_end(session_pids.pop())
+
+
+def _cleanup(root: Path, layer: Path, holders: list[subprocess.Popen],
+             session_pids: list[int]) -> None:
+    _stop_all(holders, session_pids)
     subprocess.run(["umount", "-l", str(layer)], capture_output=True)
     shutil.rmtree(root, ignore_errors=True)
 

@@ -6,8 +6,10 @@ steps (built once per image into a shared layer), and its working directory. Pyt
 get the Python of their version where a Debian release carries it (3.9 bullseye, 3.11
 bookworm, 3.13 trixie), laid out as the official image lays it out: ``python``/``python3``/
 ``pip`` in ``/usr/local/bin`` and pip, setuptools and wheel in
-``/usr/local/lib/python3.X/site-packages`` (Debian's own pip removed, so a task that breaks
-the image's pip breaks it here too). An image that is not in `BASE_IMAGES` (e.g.
+``/usr/local/lib/python3.X/site-packages``, and no Debian Python package (Debian's pip and
+pytest purged: a task that breaks the image's pip breaks it here too, and pip never meets a
+Debian-installed package it cannot uninstall); pytest is installed from PyPI (not in the official
+image: offline verifiers need it, and tasks that install their own pin replace it). An image that is not in `BASE_IMAGES` (e.g.
 ``localstack/localstack``, whose image *is* the environment) makes the task unsupported with
 its name: it is never silently replaced.
 
@@ -31,7 +33,9 @@ __all__ = ["BASE_IMAGES", "BaseImage", "base_image"]
 
 _PYTHON_IMAGE = (
     "python3 -m pip install -q --ignore-installed pip setuptools wheel"
-    " && rm -rf /usr/lib/python3/dist-packages/pip /usr/lib/python3/dist-packages/pip-*"
+    " && apt-get purge -y -q python3-pytest python3-pip python3-setuptools python3-wheel"
+    " && apt-get autoremove -y -q --purge"
+    " && python3 -m pip install -q pytest"
     " && v=$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])')"
     " && ln -sfn dist-packages /usr/local/lib/python$v/site-packages"
     " && ln -sf /usr/bin/python3 /usr/local/bin/python3"

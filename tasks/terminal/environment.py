@@ -250,12 +250,14 @@ def trust_host_cas(box: Sandbox) -> None:
 
 
 BUILD_ENV = {"PIP_BREAK_SYSTEM_PACKAGES": "1", "PIP_ROOT_USER_ACTION": "ignore",
-             "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NATIVE_TLS": "1"}
+             "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NATIVE_TLS": "1",
+             "PIP_CERT": str(HOST_CA_BUNDLE)}
 """What build steps (and a Terminal-Bench task's commands) see: pip installs into the system
-Python as it does in a Docker image (Debian's PEP 668 marker would refuse it)."""
+Python as it does in a Docker image (Debian's PEP 668 marker would refuse it), and trusts the
+system's CA bundle (a pip from PyPI on a Python without truststore reads only its own)."""
 
 
-BUILD_LIMITS = Limits(wall_s=3600, cpu_s=3600, disk_bytes=16 << 30, inodes=1 << 20,
+BUILD_LIMITS = Limits(wall_s=3600, cpu_s=3600, disk_bytes=16 << 30, inodes=1 << 17,
                       file_size_bytes=8 << 30)
 """Limits of one build step's sandbox: large enough for the official set's builds (a Linux
 kernel tree, model files), still bounded."""
@@ -266,6 +268,10 @@ APT_INSTALL = ("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-instal
 """Package lists are fetched once, in the image's layer, and kept (as a Dockerfile's ``apt-get
 update`` leaves them in its image: an agent's ``apt install`` works without one); installs
 above it use them and keep only the installed files."""
+
+
+_MAN_DIRS = "mkdir -p " + " ".join(f"/usr/share/man/man{n}" for n in range(1, 9))
+"""The manual folders an image has and the slim rootfs leaves out (a step may move a page in)."""
 
 
 def _registries_box(rootfs: Path, lowers: tuple[Path, ...], egress: EgressProxy) -> Sandbox:
@@ -279,7 +285,7 @@ def _build_image(rootfs: Path, image: BaseImage, staging: Path) -> None:
     with EgressProxy(configured_allow_list()) as egress, \
             _registries_box(rootfs, (), egress) as box:
         trust_host_cas(box)
-        _root(box, APT_UPDATE, "apt-get update", env=BUILD_ENV)
+        _root(box, f"{_MAN_DIRS} && {APT_UPDATE}", "apt-get update", env=BUILD_ENV)
         if image.packages:
             _root(box, APT_INSTALL.format(packages=" ".join(image.packages)),
                   f"{image.label} packages", env=BUILD_ENV)
@@ -294,6 +300,7 @@ def _build_packages(rootfs: Path, lowers: tuple[Path, ...], packages: list[str],
     with EgressProxy(configured_allow_list()) as egress, \
             _registries_box(rootfs, lowers, egress) as box:
         trust_host_cas(box)
+        _root(box, _MAN_DIRS, "man page folders")  # package scripts link pages there
         if not lowers:  # no image layer with the package lists below
             _root(box, APT_UPDATE, "apt-get update", env=BUILD_ENV)
         _root(box, APT_INSTALL.format(packages=" ".join(packages)),
@@ -324,6 +331,7 @@ def _replay_in(task: TerminalTask, rootfs: Path, lowers: tuple[Path, ...], stagi
         box.copy_in(SHIMS, "/opt/harness-shims")
         if egress is not None:
             trust_host_cas(box)
+        _root(box, _MAN_DIRS, "man page folders")
         for step in task.steps:
             if step.kind == "workdir":
                 workdir = step.args[0]

@@ -105,7 +105,8 @@ class TerminalTask:
     unsupported: str | None = None
     network: str = "none"  # "none" or "registries": the sandbox's policy (`network_policy`)
     build_network: str = "none"
-    """``registries`` when a build step installs from PyPI (``pip install``), else ``none``."""
+    """``registries`` when the task's commands reach them (`network`) or a build step installs
+    from PyPI (``pip install``), else ``none``."""
     context: Path | None = None
     """The Dockerfile's build context (None: the task folder in TB1, ``environment/`` in TB2)."""
     extras: dict = field(default_factory=dict, compare=False)
@@ -490,7 +491,9 @@ def _finish(path: Path, fmt: str, files: dict[str, Path], dockerfile: str, *,
     except Unsupported as exc:
         unsupported = str(exc)
     env = tuple((s.args[0], s.args[1]) for s in steps if s.kind == "env")
-    build_network = "registries" if any(
+    # a build reaches the registries where the task's commands do (upstream builds had the
+    # internet; a step may run a script that installs), or where a step installs from PyPI
+    build_network = "registries" if policy == "registries" or any(
         s.kind == "run" and _PIP_ANYWHERE.search(" " + s.args[0]) for s in steps) else "none"
     return TerminalTask(
         id=path.name, format=fmt, path=path, instruction=instruction.strip(),

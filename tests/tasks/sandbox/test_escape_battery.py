@@ -1,7 +1,8 @@
 """The escape battery (`tests.tasks.sandbox.probes`) run from every place untrusted code runs:
 an agent command (as the agent and as root inside, in its own namespaces and in a session's),
-code the agent wrote that a Terminal-Bench verifier runs (in a session), a task author's Dockerfile ``RUN`` step at build time, and a patch's code run by
-SWE-bench-style grading. Each must be contained with the host unchanged."""
+code the agent wrote that a Terminal-Bench verifier runs (in a session), a task author's
+Dockerfile ``RUN`` step at build time, and a patch's code run by SWE-bench-style grading.
+Each must be contained with the host unchanged."""
 
 from __future__ import annotations
 
@@ -38,9 +39,11 @@ def test_battery_from_an_agent_command(base_rootfs, terminal_rootfs, tmp_path, u
         box.write_file("/opt/probes.py", probe_script(secret.pid, "/mnt/host"))
         before = HostState.read()
         result = box.run("python3 /opt/probes.py", user=user)
-        assert result.status == "ok", result.output[-2000:]
-        assert "host-secret-value" not in result.output
-        assert_contained(result.output, before)
+    # checked once the sandbox is closed: a session keeps what a command left running until
+    # then (its detached sleeper included), per-command namespaces end with the command
+    assert result.status == "ok", result.output[-2000:]
+    assert "host-secret-value" not in result.output
+    assert_contained(result.output, before)
 
 
 def test_inode_flood_costs_the_host_under_20_mib(base_rootfs):
