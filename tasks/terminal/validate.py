@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -170,6 +171,30 @@ def _measured(suite, task_ids: list[str], jobs: int) -> Iterable[TaskOutcome]:
             yield future.result()
 
 
+def environment_disk(suite, task_ids: Iterable[str]) -> dict[str, int]:
+    """What the environments of `task_ids` (built ones; nothing is built here) take on disk:
+    the distinct rootfs and layers they stack, counted once each (``du``, files hard-linked
+    between them once)."""
+    from tasks.terminal.environment import build_environment
+    from tasks.terminal.taskdir import Unsupported
+
+    folders: set[Path] = set()
+    for task_id in task_ids:
+        try:
+            environment = build_environment(suite.all_tasks[task_id],
+                                            agent_user=suite.agent_user)
+        except (Unsupported, HarnessError):
+            continue
+        folders |= {environment.rootfs, *environment.layers}
+    if not folders:
+        return {"rootfs": 0, "layers": 0, "bytes": 0}
+    done = subprocess.run(["du", "-scB1", *sorted(map(str, folders))], capture_output=True,
+                          text=True)
+    total = int(done.stdout.strip().splitlines()[-1].split()[0]) if done.stdout else 0
+    rootfs = {f for f in folders if f.parent.name != "layers"}
+    return {"rootfs": len(rootfs), "layers": len(folders) - len(rootfs), "bytes": total}
+
+
 def summary(rows: list[TaskOutcome]) -> dict[str, int]:
     """Counts: tasks, unsupported, supported, built, oracle passes, submit-at-once passes."""
     return {"tasks": len(rows), "unsupported": sum(not r.supported for r in rows),
@@ -179,11 +204,13 @@ def summary(rows: list[TaskOutcome]) -> dict[str, int]:
             "submit_passes": sum(bool(r.submit) for r in rows)}
 
 
-def manifest(rows: list[TaskOutcome], *, dataset: str, commit: str, command: str) -> dict:
-    """The committed record: provenance, counts and each task's expected outcome."""
+def manifest(rows: list[TaskOutcome], *, dataset: str, commit: str, command: str,
+             disk: dict[str, int] | None = None) -> dict:
+    """The committed record: provenance, counts, what the built environments take on disk
+    and each task's expected outcome."""
     return {"dataset": dataset, "commit": commit,
             "date": datetime.date.today().isoformat(), "command": command,
-            "summary": summary(rows),
+            "summary": summary(rows), "environments_on_disk": disk or {},
             "tasks": {r.task_id: {"builds": r.built, "oracle": r.oracle, "submit": r.submit,
                                   "stage": r.stage, "reason": r.reason} for r in rows}}
 
@@ -237,11 +264,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row.task_id}\t{row.stage}\t{row.reason[:200]}")
     counts = summary(rows)
     print(" ".join(f"{name}={value}" for name, value in counts.items()))
+    disk = environment_disk(suite, [r.task_id for r in rows if r.built])
+    print(f"environments on disk: {disk['rootfs']} rootfs and {disk['layers']} layers, "
+          f"{disk['bytes'] / 1e9:.2f} GB")
     if args.manifest:
         command = "python -m tasks.terminal.validate " + " ".join(
             a for a in (argv if argv is not None else sys.argv[1:]))
         Path(args.manifest).write_text(json.dumps(
-            manifest(rows, dataset=args.dataset, commit=args.commit, command=command.strip()),
+            manifest(rows, dataset=args.dataset, commit=args.commit, command=command.strip(),
+                     disk=disk),
             indent=1, sort_keys=True) + "\n")
     return 0
 

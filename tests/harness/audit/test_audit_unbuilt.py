@@ -67,8 +67,17 @@ class NothingBuiltSuite(UnbuiltSuite):
 
 @pytest.fixture(scope="module", autouse=True)
 def unbuilt_suites():
-    for suite in (UnbuiltSuite, MostlyUnbuiltSuite, NothingBuiltSuite):
+    """Registered for this module only: other tests make an env of every registered suite."""
+    from tasks import base
+
+    suites = (UnbuiltSuite, MostlyUnbuiltSuite, NothingBuiltSuite)
+    for suite in suites:
         register_suite(suite.name, suite.version, suite)
+    yield
+    for suite in suites:
+        base._REGISTRY.get(suite.name, {}).pop(suite.version, None)
+        if not base._REGISTRY.get(suite.name, True):
+            del base._REGISTRY[suite.name]
 
 
 def test_unbuilt_tasks_are_apart_from_oracle_failures_and_out_of_every_rate(tmp_path):

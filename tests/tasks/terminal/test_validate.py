@@ -45,6 +45,7 @@ def test_the_command_writes_a_manifest_with_provenance(tmp_path, capsys):
                  "--manifest", str(manifest), "--commit", "abc123"])
     written = json.loads(manifest.read_text())
     assert code == 0 and written["commit"] == "abc123"
+    assert written["environments_on_disk"] == {"rootfs": 0, "layers": 0, "bytes": 0}
     assert written["tasks"]["no-image"] == {
         "builds": None, "oracle": None, "submit": None, "stage": "unsupported",
         "reason": "base image alpine:3 is not emulated (known: "
