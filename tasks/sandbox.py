@@ -376,13 +376,17 @@ class Sandbox:
         joined = self._session_init is not None  # the session's namespaces, entered already
         namespaces = () if joined else (*_NAMESPACES, "--hostname", "sandbox")
         info = ["--info-fd", str(info_fd)] if info_fd is not None else []
-        # joined: the session's mount namespace is entered, its root and its /proc (of the
-        # session's pid namespace) are this command's
-        root, proc = (("--bind", "/", "/"), ("--bind", "/proc", "/proc")) if joined else \
-            (("--bind", str(self._layer / "merged"), "/"), ("--proc", "/proc"))
-        args = ["bwrap", *info, "--seccomp", str(seccomp_fd), *root, "--dev", "/dev",
-                *proc, *kernel_surfaces(), *namespaces,
-                "--new-session", "--die-with-parent", "--clearenv", "--chdir", cwd]
+        # joined: the session's mount namespace is entered; its root, recursively, with the
+        # /dev (the session's few device nodes, hence a device bind), /proc (of the session's
+        # pid namespace) and masked surfaces its bwrap mounted, is this command's
+        mounts = ("--dev-bind", "/", "/") if joined else (
+            "--bind", str(self._layer / "merged"), "/", "--dev", "/dev", "--proc", "/proc",
+            *kernel_surfaces())
+        args = ["bwrap", *info, "--seccomp", str(seccomp_fd), *mounts, *namespaces,
+                "--new-session", "--die-with-parent",
+                # joined: the rootfs's bwrap may predate --clearenv; it is started with an
+                # empty environment instead (`_run_raw`)
+                *(() if joined else ("--clearenv",)), "--chdir", cwd]
         for i, bind in enumerate(() if joined else self.binds):  # joined: mounted already
             args += ["--bind" if bind.writable else "--ro-bind", str(self._bind_point(i)),
                      bind.target]
@@ -450,7 +454,8 @@ class Sandbox:
                                     subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True,
                                     pass_fds=tuple(fd for fd in (info_write, seccomp_fd)
-                                                   if fd is not None))
+                                                   if fd is not None),
+                                    env={} if joined else None)
         finally:
             if info_write is not None:
                 os.close(info_write)
