@@ -103,6 +103,9 @@ def _layer_key(task: TerminalTask, lowers: tuple[Path, ...], agent_user: str) ->
                             f"{agent_user}".encode())
     for shim in sorted(SHIMS.iterdir()):  # the stand-ins the steps run with
         digest.update(shim.name.encode() + shim.read_bytes())
+    mirror = task.extras.get("mirror") or os.environ.get(MIRROR_ENV)
+    if mirror:  # what a step's clone or download may be served from
+        digest.update(f"mirror:{os.path.realpath(mirror)}".encode())
     root = Path(os.path.realpath(_context(task)))
     for step in task.steps:
         if step.kind != "copy":
