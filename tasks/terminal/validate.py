@@ -270,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.manifest:
         command = "python -m tasks.terminal.validate " + " ".join(
             a for a in (argv if argv is not None else sys.argv[1:]))
+        if not args.tasks:  # where the tasks came from
+            command = f"TERMINAL_BENCH_TASKS={os.environ.get('TERMINAL_BENCH_TASKS')} {command}"
         Path(args.manifest).write_text(json.dumps(
             manifest(rows, dataset=args.dataset, commit=args.commit, command=command.strip(),
                      disk=disk),
