@@ -278,9 +278,9 @@ _MAN_DIRS = "mkdir -p " + " ".join(f"/usr/share/man/man{n}" for n in range(1, 9)
 
 
 def _registries_box(rootfs: Path, lowers: tuple[Path, ...], egress: EgressProxy) -> Sandbox:
-    box = Sandbox(rootfs, limits=BUILD_LIMITS, workdir="/tmp", layers=lowers,
-                  network="registries", egress=egress)
-    return box
+    """A build sandbox over `lowers` that reaches the registries through `egress`."""
+    return Sandbox(rootfs, limits=BUILD_LIMITS, workdir="/tmp", layers=lowers,
+                   network="registries", egress=egress)
 
 
 def _build_image(rootfs: Path, image: BaseImage, staging: Path) -> None:
