@@ -98,12 +98,18 @@ def _sources(task: TerminalTask, step: BuildStep) -> tuple[ContextSource, ...]:
     return context_sources(_context(task), step.args[0], f"COPY {' '.join(step.args)}")
 
 
+def mirror_of(task: TerminalTask) -> str | None:
+    """The mirror folder a task's build may be served from: the one it was loaded with, else
+    `MIRROR_ENV`'s (it also serves clones a step's script makes; the loader sees RUN lines)."""
+    return task.extras.get("mirror") or os.environ.get(MIRROR_ENV) or None
+
+
 def _layer_key(task: TerminalTask, lowers: tuple[Path, ...], agent_user: str) -> str:
     digest = hashlib.sha256(f"{[p.name for p in lowers]}|{task.steps!r}|{task.workdir}|"
                             f"{agent_user}".encode())
     for shim in sorted(SHIMS.iterdir()):  # the stand-ins the steps run with
         digest.update(shim.name.encode() + shim.read_bytes())
-    mirror = task.extras.get("mirror") or os.environ.get(MIRROR_ENV)
+    mirror = mirror_of(task)
     if mirror:  # what a step's clone or download may be served from
         digest.update(f"mirror:{os.path.realpath(mirror)}".encode())
     root = Path(os.path.realpath(_context(task)))
@@ -324,8 +330,7 @@ def _replay_in(task: TerminalTask, rootfs: Path, lowers: tuple[Path, ...], stagi
                egress: EgressProxy | None, agent_user: str) -> None:
     env: dict[str, str] = dict(BUILD_ENV)
     workdir = "/"
-    # the mirror also serves clones a step's script makes (the loader sees only RUN lines)
-    mirror = task.extras.get("mirror") or os.environ.get(MIRROR_ENV)
+    mirror = mirror_of(task)
     if mirror:
         env["HARNESS_MIRROR"] = MIRROR_INSIDE
     binds = (Bind(Path(mirror), MIRROR_INSIDE),) if mirror else ()

@@ -53,6 +53,7 @@ def test_restore_and_close_end_every_process_of_the_session(terminal_rootfs):
         box.restore(snapshot)
         assert "sleep 600" not in box.run("ps -eo args", user="root").output
         box.run("nohup sleep 700 > /dev/null 2>&1 &", user="root")
+        assert "sleep 700" in box.run("ps -eo args", user="root").output  # running at close
     finally:
         box.close()
     deadline = time.monotonic() + 30

@@ -13,6 +13,7 @@ import pytest
 from tasks.sandbox import Sandbox
 from tasks.terminal.environment import build_environment
 from tasks.terminal.taskdir import load_task
+from tests.tasks.terminal.support import play_oracle, write_tb1_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -20,15 +21,8 @@ _PY = "FROM python:3.13-slim-bookworm\nRUN apt-get update && apt-get install -y 
 
 
 def _tb1(root: Path, name: str, dockerfile: str, solution: str, test: str) -> Path:
-    task = root / name
-    (task / "tests").mkdir(parents=True)
-    (task / "task.yaml").write_text("instruction: |-\n  Do it.\nmax_test_timeout_sec: 60\n"
-                                    "max_agent_timeout_sec: 120\n")
-    (task / "Dockerfile").write_text(dockerfile)
-    (task / "run-tests.sh").write_text("#!/bin/bash\npytest $TEST_DIR/test_outputs.py -rA\n")
-    (task / "tests" / "test_outputs.py").write_text(test)
-    (task / "solution.sh").write_text(f"#!/bin/bash\n{solution}\n")
-    return task
+    return write_tb1_task(root, name, dockerfile=dockerfile, solution=solution, test=test,
+                          limits="max_test_timeout_sec: 60\nmax_agent_timeout_sec: 120\n")
 
 
 def test_shared_layers_and_the_python_image_layout(tmp_path):
@@ -68,9 +62,7 @@ def test_a_terminal_bench_task_keeps_root_ownership_and_one_session(tmp_path):
         env.reset(seed=0)
         owner = env.step("stat -c %U /app/repo && git -C /app/repo status --short | wc -l")
         assert owner.observation.startswith("root\n0\n")  # as built; git trusts it
-        step = env.step(env.oracle_action())
-        while not (step.terminated or step.truncated):
-            step = env.step(env.oracle_action())
+        step = play_oracle(env)  # a reset: the state the first step checked is rebuilt
         assert step.reward == 1.0, step.info  # the verifier reached the agent's server
     finally:
         env.close()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tasks.terminal.taskdir import MIRROR_ENV, load_task
+from tests.tasks.terminal.support import play_oracle, write_tb1_task
 
 DOCKERFILE = ("FROM debian:bookworm\nWORKDIR /app\n"
               "RUN git clone https://github.com/acme/tool.git /app/tool\n"
@@ -24,16 +25,11 @@ TEST = ("import subprocess\n\ndef test_sum():\n"
 
 
 def _task(root: Path) -> Path:
-    task = root / "tasks" / "mirrored"
-    (task / "tests").mkdir(parents=True)
-    (task / "task.yaml").write_text("instruction: |-\n  Run the tool on in.txt into out.txt.\n"
-                                    "max_test_timeout_sec: 60\n")
-    (task / "Dockerfile").write_text(DOCKERFILE)
-    (task / "run-tests.sh").write_text("#!/bin/bash\npytest $TEST_DIR/test_outputs.py -rA\n")
-    (task / "tests" / "test_outputs.py").write_text(TEST)
-    (task / "solution.sh").write_text("#!/bin/bash\nbash /app/tool/sum.sh /app/in.txt "
-                                      "> /app/out.txt\ncmp /app/in.txt /app/again.txt\n")
-    return task
+    return write_tb1_task(
+        root / "tasks", "mirrored", dockerfile=DOCKERFILE, test=TEST,
+        instruction="Run the tool on in.txt into out.txt.",
+        solution="bash /app/tool/sum.sh /app/in.txt > /app/out.txt\n"
+                 "cmp /app/in.txt /app/again.txt")
 
 
 def _mirror(root: Path, *, with_file: bool = True) -> Path:
@@ -73,13 +69,10 @@ def test_with_the_mirror_it_builds_and_passes_with_its_oracle_only(tmp_path, mon
     task = _task(tmp_path)
     assert load_task(task).unsupported is None
     suite = TerminalBenchSuite(task.parent)
-    for actions, reward in ((None, 1.0), (["submit"], 0.0)):
-        env = suite.make_env("mirrored")
-        try:
-            env.reset(seed=0)
-            step = None
-            while step is None or not (step.terminated or step.truncated):
-                step = env.step(actions.pop(0) if actions else env.oracle_action())
-            assert step.reward == reward, step.info
-        finally:
-            env.close()
+    env = suite.make_env("mirrored")
+    try:
+        assert play_oracle(env).reward == 1.0
+        env.reset(seed=0)
+        assert env.step("submit").reward == 0.0
+    finally:
+        env.close()

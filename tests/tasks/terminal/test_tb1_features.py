@@ -13,6 +13,7 @@ import pytest
 
 from tasks.sandbox import sandbox_available
 from tasks.terminal.taskdir import load_task
+from tests.tasks.terminal.support import play_oracle
 
 PYTEST_RUN = "#!/bin/bash\npytest $TEST_DIR/test_outputs.py -rA\n"
 
@@ -62,14 +63,6 @@ def step_all(env, actions: list[str]):
     return [env.step(action) for action in actions]
 
 
-def oracle(env):
-    env.reset(seed=0)
-    result = env.step(env.oracle_action())
-    while not (result.terminated or result.truncated):
-        result = env.step(env.oracle_action())
-    return result
-
-
 # ---- (1) the verifier installs its dependency with pip --------------------------------------
 
 UNIDECODE_TEST = """from text_unidecode import unidecode
@@ -94,7 +87,7 @@ def test_run_tests_pip_installs_the_verifiers_dependency_from_pypi(tmp_path, pyp
         before, submitted = step_all(env, ["python3 -c 'import text_unidecode'", "submit"])
         assert "No module named 'text_unidecode'" in before.observation  # not in the image
         assert (submitted.reward, submitted.info["verifier"]) == (0.0, "tests failed (1 of 1)")
-        result = oracle(env)
+        result = play_oracle(env)
     finally:
         env.close()
     assert (result.reward, result.info["verifier"]) == (1.0, "all tests passed"), (
@@ -122,7 +115,7 @@ def test_max_test_timeout_sec_fails_a_slower_verifier_and_a_larger_one_passes(tm
         env = bench_env(tmp_path, name)
         try:
             submitted = step_all(env, ["submit"])[-1]
-            results[name] = (submitted.reward, oracle(env))
+            results[name] = (submitted.reward, play_oracle(env))
         finally:
             env.close()
     assert results["verifier-1s"][1].info["verifier"] == "timeout"
@@ -141,7 +134,7 @@ def test_max_agent_timeout_sec_kills_a_longer_command(tmp_path, sandbox):
     try:
         assert env.limits.wall_s == 3.0
         slow, quick = step_all(env, ["sleep 8; echo late > /app/late.txt", "ls /app"])
-        result = oracle(env)
+        result = play_oracle(env)
     finally:
         env.close()
     assert "[command killed after 3 s]" in slow.observation, slow.observation
@@ -171,7 +164,7 @@ def test_a_pip_install_from_the_public_index_is_built_and_played(tmp_path, pypi)
     try:
         seen, submitted = step_all(env, ["python3 -c 'import six; print(six.__version__)'",
                                          "submit"])
-        result = oracle(env)
+        result = play_oracle(env)
     finally:
         env.close()
     assert seen.observation.startswith("1.16.0\n") and submitted.reward == 0.0

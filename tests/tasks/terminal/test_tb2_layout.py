@@ -15,6 +15,7 @@ import pytest
 from tasks.sandbox import sandbox_available
 from tasks.terminal.harbor import harbor_reward
 from tasks.terminal.taskdir import load_task, network_policy
+from tests.tasks.terminal.support import play_oracle
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tb2"
 
@@ -48,14 +49,6 @@ def play(env, actions: list[str]):
     result = None
     for action in actions:
         result = env.step(action)
-    return result
-
-
-def play_oracle(env):
-    env.reset(seed=0)
-    result = env.step(env.oracle_action())
-    while not (result.terminated or result.truncated):
-        result = env.step(env.oracle_action())
     return result
 
 
