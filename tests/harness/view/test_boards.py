@@ -77,6 +77,7 @@ def test_a_failed_computation_shows_its_error_and_is_retried(view_db):
         assert page.status_code == 503 and "the store went away" in page.text
         before = held.calls.count((view_db.run_id, "sokoban@1"))
         client.get("/leaderboard", params=params)
+        assert _ready(client, params) == "failed"  # the retry runs in the background
         assert held.calls.count((view_db.run_id, "sokoban@1")) == before + 1
 
 
