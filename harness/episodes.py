@@ -25,7 +25,8 @@ from tasks.base import Env, Suite, TaskSpec, suite_capability
 
 __all__ = ["env_seed", "policy_rng", "rng_identity", "balanced_prefix", "select_tasks",
            "select_task_ids", "episode_context",
-           "multiline_actions", "EpisodeTally", "turn_record", "finish_record", "failed_record"]
+           "multiline_actions", "EpisodeTally", "turn_record", "episode_outcome", "finish_record",
+           "failed_record"]
 
 
 def env_seed(suite_id: str, task_id: str, eval_seed: int) -> int:
@@ -152,6 +153,19 @@ def turn_record(t: int, decision: Decision) -> TurnRecord:
                       decision.completion_tokens, decision.latency_s, decision.parsed)
 
 
+def episode_outcome(task: TaskSpec, info: Mapping[str, Any], *, finished: bool = True
+                    ) -> dict[str, bool | None]:
+    """``answerable``, ``abstained`` and ``correct`` of an episode of `task` whose last info
+    is `info` (all None when the task declares no answerability). ``abstained`` is the env's
+    ``info["abstained"]``; ``correct`` is answered and won. An episode that did not finish
+    (`finished` False: error, timeout) neither abstained nor was correct."""
+    if task.answerability is None:
+        return {"answerable": None, "abstained": None, "correct": None}
+    abstained = finished and bool(info.get("abstained", False))
+    return {"answerable": task.answerability.answerable, "abstained": abstained,
+            "correct": finished and not abstained and bool(info.get("won", False))}
+
+
 def finish_record(key: EpisodeKey, task: TaskSpec, tally: EpisodeTally, *,
                   info: Mapping[str, Any], terminated: bool, truncated: bool,
                   final_observation: str, wall_s: float, train_seed: int | None,
@@ -166,7 +180,7 @@ def finish_record(key: EpisodeKey, task: TaskSpec, tally: EpisodeTally, *,
         completion_tokens=tally.completion_tokens, retries=tally.retries,
         model_latency_s=tally.model_latency_s, wall_s=wall_s, train_seed=train_seed,
         final_observation=final_observation, policy_provenance=dict(provenance),
-        turns=tuple(turns))
+        turns=tuple(turns), **episode_outcome(task, info))
 
 
 def failed_record(key: EpisodeKey, task: TaskSpec, status: str, error: str, wall_s: float, *,
@@ -178,4 +192,5 @@ def failed_record(key: EpisodeKey, task: TaskSpec, status: str, error: str, wall
         key=key, task_type=task.task_type, split=task.split, status=status, success=False,
         score=float("nan"), total_reward=0.0, n_steps=0, n_invalid=0, terminated=False,
         truncated=False, wall_s=wall_s, train_seed=train_seed, error=error,
-        policy_provenance=dict(provenance), turns=tuple(turns))
+        policy_provenance=dict(provenance), turns=tuple(turns),
+        **episode_outcome(task, {}, finished=False))

@@ -83,3 +83,16 @@ class EpisodeRecord:
     """The episode's model turns, in order (empty for scripted policies); stored in the
     ``turns`` table unless the run skips them (``store_turns = false``). An episode that
     errored keeps the turns it played, so its failure can be read back."""
+    answerable: bool | None = None
+    """The task's declared answerability (`tasks.base.Answerability`); None where the suite
+    declares none (then `abstained` and `correct` are None too)."""
+    abstained: bool | None = None
+    """The episode declined the task (the env's ``abstained`` on its last step)."""
+    correct: bool | None = None
+    """The episode answered and was right (answered and won)."""
+
+    @property
+    def answered(self) -> bool | None:
+        """The episode acted on the task: not abstained (an episode that errored, timed out
+        or ran out of steps without abstaining counts as answered, and not correct)."""
+        return None if self.abstained is None else not self.abstained

@@ -48,13 +48,14 @@ from harness.core import ConfigError, HarnessError
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord, TurnRecord
 from harness.sqlite_batch import BUSY_TIMEOUT_S, in_transaction, write_episode_rows
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version of the core tables (``meta``, ``runs``, ``episodes``, ``trajectories``,
 ``turns``), stored as ``meta.schema_version``. Each `TableSet` of a subsystem has its own
 version (``meta.tables:NAME``)."""
-READABLE_VERSIONS = (2, 3, 4, 5)
+READABLE_VERSIONS = (2, 3, 4, 5, 6)
 """Core versions a read-only store can read without upgrading (same episode tables; version 4
-only adds indices, version 5 the ``turns`` table, which an older database reads as empty)."""
+only adds indices, version 5 the ``turns`` table, which an older database reads as empty,
+version 6 the outcome columns, which an older database reads as undeclared)."""
 TURNS_COMPRESSION_LEVEL = 6
 """zlib level of the ``turns`` table's ``data`` column (zlib's default)."""
 DEFAULT_DB = Path("results") / "harness.db"
@@ -76,6 +77,12 @@ CREATE TABLE IF NOT EXISTS turns (
 """
 """The model turns of each episode (schema version 5): ``data`` is `encode_turns`'s bytes."""
 
+OUTCOME_COLUMNS = ("answerable", "abstained", "correct")
+"""The episode's outcome class (schema version 6; `harness.records.EpisodeRecord`): NULL where
+the task declares no answerability."""
+_OUTCOME_MIGRATION = "".join(f"ALTER TABLE episodes ADD COLUMN {c} INTEGER;\n"
+                             for c in OUTCOME_COLUMNS)
+
 _CORE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, config TEXT NOT NULL, code_version TEXT, packages TEXT,
@@ -89,6 +96,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, retries INTEGER NOT NULL,
     model_latency_s REAL NOT NULL, wall_s REAL NOT NULL,
     error TEXT, final_observation TEXT, policy_provenance TEXT, finished_at REAL NOT NULL,
+    answerable INTEGER, abstained INTEGER, correct INTEGER,
     PRIMARY KEY (run_id, policy_id, suite, task_id, eval_seed, sample));
 CREATE TABLE IF NOT EXISTS trajectories (
     run_id TEXT NOT NULL, policy_id TEXT NOT NULL, suite TEXT NOT NULL, task_id TEXT NOT NULL,
@@ -101,9 +109,11 @@ EPISODE_COLUMNS = [
     "run_id", "policy", "suite", "task_id", "task_type", "split", "train_seed", "eval_seed",
     "sample", "status", "success", "score", "total_reward", "n_steps", "n_invalid",
     "terminated", "truncated", "prompt_tokens", "completion_tokens", "retries",
-    "model_latency_s", "wall_s", "error",
+    "model_latency_s", "wall_s", "error", "answerable", "answered", "abstained", "correct",
 ]
-"""Columns of `load_episodes`, in order."""
+"""Columns of `load_episodes`, in order. ``answerable``, ``answered``, ``abstained`` and
+``correct`` are nullable booleans (<NA> where the task declares no answerability;
+``answered`` is not ``abstained``)."""
 
 
 
@@ -137,6 +147,7 @@ _CORE_MIGRATIONS: dict[int, str] = {
                for name in _LEGACY_SETS),
     4: _EPISODE_INDICES,
     5: _TURNS_TABLE,
+    6: _OUTCOME_MIGRATION,
 }
 """``version -> script`` taking the core from ``version - 1`` to ``version``."""
 
@@ -231,7 +242,8 @@ class Store:
         else:
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in _statements(_CORE_MIGRATIONS[target]):
-                    db.execute(statement)
+                    if not _adds_existing_column(db, statement):
+                        db.execute(statement)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                    (str(SCHEMA_VERSION),))
 
@@ -368,11 +380,25 @@ class Store:
             clauses.append(f"{column} IN ({','.join('?' * len(values))})")
             params += values
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        select = ", ".join("policy_id AS policy" if c == "policy" else c for c in EPISODE_COLUMNS)
+        select = ", ".join(self._episode_select(c) for c in EPISODE_COLUMNS)
         frame = pd.read_sql_query(
             f"SELECT {select} FROM episodes{where} ORDER BY run_id, policy_id, suite, task_id, "
             "eval_seed, sample", self._db, params=params)
         return _typed(frame)
+
+    def _episode_select(self, column: str) -> str:
+        """The SELECT term of one `EPISODE_COLUMNS` column (``answered`` is derived from
+        ``abstained`` afterwards; a database read as it is at a version before 6 has no
+        outcome columns: NULL)."""
+        if column == "policy":
+            return "policy_id AS policy"
+        if column == "answered" or (column in OUTCOME_COLUMNS and not self._has_outcomes()):
+            return f"NULL AS {column}"
+        return column
+
+    def _has_outcomes(self) -> bool:
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(episodes)")}
+        return set(OUTCOME_COLUMNS) <= columns
 
     @reported
     def load_steps(self, run_id: str, key: EpisodeKey) -> list[StepRecord]:
@@ -473,6 +499,15 @@ def _enable_wal(db: sqlite3.Connection, *, wait_s: float = BUSY_TIMEOUT_S) -> No
         pause = min(2 * pause, 0.05)
 
 
+def _adds_existing_column(db: sqlite3.Connection, statement: str) -> bool:
+    """True for an ``ALTER TABLE t ADD COLUMN c ...`` whose column is already there (SQLite has
+    no ``IF NOT EXISTS`` for columns; a database marked older than its tables re-runs it)."""
+    words = statement.split()
+    if [w.upper() for w in words[:1] + words[3:5]] != ["ALTER", "ADD", "COLUMN"]:
+        return False
+    return any(row[1] == words[5] for row in db.execute(f"PRAGMA table_info({words[2]})"))
+
+
 def _statements(script: str) -> list[str]:
     """The statements of an SQL script without triggers or string literals holding ';'."""
     text = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("--"))
@@ -527,7 +562,8 @@ def _episode_row(key: tuple, episode: EpisodeRecord) -> tuple:
             episode.prompt_tokens, episode.completion_tokens, episode.retries,
             episode.model_latency_s, episode.wall_s, episode.error,
             episode.final_observation, encode_json(episode.policy_provenance),
-            time.time())
+            time.time(), *(None if v is None else int(v) for v in (
+                episode.answerable, episode.abstained, episode.correct)))
 
 
 QUICK_CHECK_MAX_BYTES = 2 << 30
@@ -543,6 +579,9 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     for column in ("score", "total_reward", "model_latency_s", "wall_s"):
         frame[column] = frame[column].astype(float)
     frame["error"] = frame["error"].astype(object).where(frame["error"].notna(), None)
+    for column in ("answerable", "abstained", "correct"):
+        frame[column] = frame[column].astype("Float64").astype("boolean")
+    frame["answered"] = ~frame["abstained"]
     return frame
 
 

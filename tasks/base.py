@@ -39,7 +39,10 @@ class StepResult:
     leaderboard lists the notes of the episodes it ranks. A sandboxed env
     (`tasks.sandboxed_env.SandboxedEnv`) lists the commands the step ran for the agent under
     ``commands``: ``{"command", "status", "exit_code", "output"}`` each, the output raw (before
-    control characters are escaped for the observation).
+    control characters are escaped for the observation). An env whose suite declares
+    `Answerability` for the task says in ``abstained`` (bool) on the step that ends the
+    episode whether the episode abstained (OSWorld: its last action was ``FAIL``;
+    MedAgentBench: no order was placed).
     """
 
     observation: str
@@ -91,13 +94,33 @@ class HasStateKey(Protocol):
 
 
 @dataclass(frozen=True)
+class Answerability:
+    """What a suite declares about one task for the abstention metrics
+    (`harness.stats.abstention`): whether the task is `answerable` (feasible: acting on it can
+    be right) and `abstain_action`, the action text that declines it (OSWorld's ``FAIL``; a
+    refusing policy sends it). The env says on the step that ends an episode whether the
+    episode abstained (``info["abstained"]``, `StepResult`); the runner records it."""
+
+    answerable: bool
+    abstain_action: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.answerable, bool) or not self.abstain_action:
+            raise ValueError("Answerability needs a bool answerable and a non-empty "
+                             "abstain_action")
+
+
+@dataclass(frozen=True)
 class TaskSpec:
-    """One task of a suite. `metadata` holds suite-specific parameters (map size, ...)."""
+    """One task of a suite. `metadata` holds suite-specific parameters (map size, ...);
+    `answerability` is declared where the suite tells feasible tasks from those whose right
+    act is to abstain (None: not declared, the task stays out of the abstention metrics)."""
 
     id: str
     split: str
     task_type: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    answerability: Answerability | None = None
 
 
 COMPONENTS = ("engine", "tasks", "grader", "protocol", "data")

@@ -27,6 +27,16 @@ def old_db(tmp_path):
     return path
 
 
+OUTCOMES = ["answerable", "answered", "abstained", "correct"]
+
+
+def _old_columns(frame):
+    """The frame as the old code read it: the outcome columns (schema 6) are undeclared in
+    an older database, and left out of the comparison with the old golden table."""
+    assert frame[OUTCOMES].isna().all().all()
+    return frame.drop(columns=OUTCOMES).to_json(orient="split")
+
+
 def _meta(path):
     with sqlite3.connect(path) as db:
         return dict(db.execute("SELECT key, value FROM meta"))
@@ -35,7 +45,7 @@ def _meta(path):
 def test_version_2_database_is_upgraded_and_reads_back_identical(old_db):
     assert _meta(old_db) == {"schema_version": "2"}
     with Store(old_db) as store:
-        assert store.load_episodes().to_json(orient="split") == EXPECTED["episodes"]
+        assert _old_columns(store.load_episodes()) == EXPECTED["episodes"]
         assert store.runs().to_json(orient="split") == EXPECTED["runs"]
         assert store.run_config("fixture-run") == EXPECTED["run_config"]
         assert store.count_steps("fixture-run") == EXPECTED["count_steps"]
@@ -50,12 +60,12 @@ def test_version_2_database_is_upgraded_and_reads_back_identical(old_db):
         assert load_signal_results(store, "set-1") == EXPECTED["signal_results"]
     assert _meta(old_db) == {"schema_version": str(SCHEMA_VERSION), "tables:audits": "1",
                              "tables:train_metrics": "1", "tables:signals": "1"}
-    assert load_episodes(old_db).to_json(orient="split") == EXPECTED["episodes"]
+    assert _old_columns(load_episodes(old_db)) == EXPECTED["episodes"]
 
 
 def test_read_only_store_reads_an_old_database_without_upgrading_it(old_db):
     before = old_db.read_bytes()
-    assert load_episodes(old_db).to_json(orient="split") == EXPECTED["episodes"]
+    assert _old_columns(load_episodes(old_db)) == EXPECTED["episodes"]
     with Store(old_db, readonly=True) as store:
         assert load_signal_results(store, "set-1") == EXPECTED["signal_results"]
     assert old_db.read_bytes() == before
@@ -110,7 +120,8 @@ def test_version_3_gains_the_episode_indices_and_stays_readable_without_them(tmp
     assert _indices(path) == set() and _meta(path)["schema_version"] == "3"
     with Store(path) as store:
         assert store.run_config("r") == {"a": 1}
-    assert _indices(path) == VIEW_INDICES and _meta(path)["schema_version"] == "5"
+    assert _indices(path) == VIEW_INDICES
+    assert _meta(path)["schema_version"] == str(SCHEMA_VERSION)
     with sqlite3.connect(path) as db:
         plan = " ".join(row[3] for row in db.execute(
             "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM episodes WHERE status = 'error'"))
@@ -152,7 +163,7 @@ def test_version_4_gains_the_turns_table_and_reads_as_having_no_turns(tmp_path):
     with Store(path) as store:
         assert store.load_steps("r", old_key) == STEPS
         store.write_episode("r", dataclasses.replace(_episode("new"), turns=TURNS), STEPS)
-    assert "turns" in _tables(path) and _meta(path)["schema_version"] == "5"
+    assert "turns" in _tables(path) and _meta(path)["schema_version"] == str(SCHEMA_VERSION)
     assert load_turns(path, "r", _episode("new").key) == list(TURNS)
     assert load_turns(path, "r", old_key) == []
 
@@ -162,3 +173,42 @@ def test_version_2_database_gains_the_turns_table(old_db):
         keys = store.stored_keys("fixture-run")
         assert keys and all(store.load_turns("fixture-run", key) == [] for key in keys)
     assert "turns" in _tables(old_db)
+
+
+def test_version_5_gains_the_outcome_columns_and_reads_them_as_undeclared(tmp_path):
+    """Schema 6 adds ``answerable``, ``abstained`` and ``correct``: a version-5 database read
+    as it is gives <NA> outcomes; opened writable it gains the columns, keeps its episodes
+    undeclared and stores new outcomes, ``answered`` being not ``abstained``."""
+    import dataclasses
+
+    from tests.harness.test_store import STEPS, _episode
+
+    path = tmp_path / "v5.db"
+    with Store(path) as store:
+        store.begin_run("r", {"a": 1}, {})
+    with sqlite3.connect(path) as db:  # make it a version-5 database holding one episode
+        for column in ("answerable", "abstained", "correct"):
+            db.execute(f"ALTER TABLE episodes DROP COLUMN {column}")
+        db.execute("UPDATE meta SET value='5' WHERE key='schema_version'")
+        old = _episode("old")
+        db.execute("INSERT INTO episodes VALUES (" + ",".join("?" * 26) + ")",
+                   ("r", *old.key, old.task_type, old.split, None, "ok", 1, 1.0, 1.0, 2, 1,
+                    1, 0, 5, 7, 2, 0.5, 0.01, None, "", "{}", 0.0))
+    db.close()
+    frame = load_episodes(path)  # read-only: read as it is
+    assert frame[OUTCOMES].isna().all().all() and _meta(path)["schema_version"] == "5"
+    declared = [dataclasses.replace(_episode(task), answerable=answerable,
+                                    abstained=abstained, correct=correct)
+                for task, answerable, abstained, correct in
+                (("a", True, False, True), ("b", False, True, False),
+                 ("c", True, True, False))]
+    with Store(path) as store:
+        for record in declared:
+            store.write_episode("r", record, STEPS)
+    assert _meta(path)["schema_version"] == str(SCHEMA_VERSION)
+    frame = load_episodes(path).set_index("task_id")
+    assert frame.loc["old", OUTCOMES].isna().all()
+    rows = frame.loc[["a", "b", "c"], OUTCOMES].astype(bool).values.tolist()
+    assert rows == [[True, True, False, True], [False, False, True, False],
+                    [True, False, True, False]]
+    assert str(frame["answerable"].dtype) == "boolean"
