@@ -41,6 +41,7 @@ from harness.episodes import (EpisodeTally, episode_context, env_seed, failed_re
 from harness.orchestrator import (MIN_EPISODES_FOR_ERROR_RATE, EpisodeJob, Orchestrator,
                                   RunAborted, RunSummary, plan_jobs, provenance)
 from harness.policies import Policy
+from harness.policies.base import LAYERS_INFO_KEY
 from harness.records import EpisodeRecord, StepRecord, TurnRecord
 from harness.store import Store
 
@@ -132,6 +133,7 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
     limit = env.max_steps if max_steps is None else min(max_steps, env.max_steps)
     context = episode_context(suite, task, env, obs, info, eval_seed=job.eval_seed,
                               sample=job.sample, policy_id=rng_identity(policy))
+    context.step_limit = limit
     steps: list[StepRecord] = []
     total_reward, n_invalid, prompt_tokens, completion_tokens = 0.0, 0, 0, 0
     retries, model_latency_s = 0, 0.0  # summed inline (hot loop), then one EpisodeTally
@@ -151,7 +153,8 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
         if not terminated and t + 1 >= limit:
             truncated = True
         steps.append(StepRecord(t, obs, action, decision.raw_output, result.reward,
-                                terminated, truncated, info))
+                                terminated, truncated, info if decision.layers is None
+                                else {**info, LAYERS_INFO_KEY: decision.layers}))
         total_reward += result.reward
         n_invalid += info.get("invalid", False)
         prompt_tokens += decision.prompt_tokens
@@ -172,7 +175,8 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
     record = finish_record(job.key, task, tally, info=info, terminated=terminated,
                            truncated=truncated, final_observation=obs,
                            wall_s=time.perf_counter() - started, train_seed=policy.train_seed,
-                           provenance=policy.provenance, turns=turns)
+                           provenance=policy.provenance, turns=turns,
+                           last_action=steps[-1].action if steps else "")
     return record, steps
 
 

@@ -453,6 +453,31 @@ class Store:
             self._db, params=params)
 
     @reported
+    def step_info(self, key: str, *, run_id: str | Sequence[str],
+                  policy: str | Sequence[str] | None = None) -> pd.DataFrame:
+        """``info[key]`` of every stored step of the runs `run_id` (and policies `policy`)
+        that has one: columns ``run_id, policy, suite, task_id, eval_seed, sample, t, value``
+        (``value`` decoded from JSON), one row per step, in episode and step order (e.g. the
+        harness layers' per-step log, ``key="layers"``)."""
+        if not key.replace("_", "").isalnum():
+            raise ValueError(f"info key {key!r}: letters, digits and underscores only")
+        clauses, params = [], [f'$[7]."{key}"']
+        for column, value in (("run_id", run_id), ("policy_id", policy)):
+            if value is not None:
+                values = [value] if isinstance(value, str) else list(value)
+                clauses.append(f"t.{column} IN ({','.join('?' * len(values))})")
+                params += values
+        rows = self._db.execute(
+            "SELECT t.run_id, t.policy_id, t.suite, t.task_id, t.eval_seed, t.sample, "
+            "CAST(s.key AS INTEGER), s.value -> ? AS v FROM trajectories t, "
+            f"json_each(t.steps) s WHERE {' AND '.join(clauses)} AND v IS NOT NULL "
+            "AND v != 'null' ORDER BY t.run_id, t.policy_id, t.suite, t.task_id, t.eval_seed, "
+            "t.sample, CAST(s.key AS INTEGER)", params).fetchall()
+        columns = ["run_id", "policy", "suite", "task_id", "eval_seed", "sample", "t", "value"]
+        return pd.DataFrame([(*row[:7], orjson.loads(row[7])) for row in rows],
+                            columns=columns)
+
+    @reported
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """The rows of one read-only statement (``SELECT`` or ``WITH``) over the store's
         tables: the viewer's filtered, paginated queries (`harness.view.queries`). Prefer a

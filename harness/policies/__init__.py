@@ -30,7 +30,14 @@ def policy_names() -> dict[str, str]:
 
 
 def make_policy(spec: str) -> Policy:
-    """Build a policy from its spec string, e.g. ``"random"`` or ``"noop:empty"``."""
+    """Build a policy from its spec string, e.g. ``"random"`` or ``"noop:empty"``; harness
+    options after a ``?`` (``oracle?layers=repair``) wrap it in a `LayeredPolicy`."""
+    from harness.policies.layered import LayeredPolicy, split_layered_spec
+    from harness.policies.specs import BACKEND_OPTIONS
+
+    layered = split_layered_spec(spec, BACKEND_OPTIONS)
+    if layered is not None:
+        return LayeredPolicy(spec, make_policy(layered.inner), layered.options)
     name, _, argument = spec.partition(":")
     if name not in _BACKENDS:
         raise UnknownNameError("policy", spec, _BACKENDS)

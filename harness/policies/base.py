@@ -11,6 +11,11 @@ import numpy as np
 from tasks.base import Env, TaskSpec
 
 
+LAYERS_INFO_KEY = "layers"
+"""The key of a stored step's info under which the policy's harness layers log that turn
+(`Decision.layers`)."""
+
+
 @dataclass(frozen=True)
 class Decision:
     """What a policy decided in one turn.
@@ -34,6 +39,10 @@ class Decision:
     """The chat messages sent to the model for this turn (as the scaffold rendered and
     trimmed them); None for a decision without a model turn (scripted policies). The runner
     stores them with `raw_output` as the episode's turns (`harness.records.TurnRecord`)."""
+    layers: Mapping[str, Mapping[str, Any]] | None = None
+    """Per harness layer of the policy (`harness.policies.layers`), what it did this turn:
+    ``{name: {"fired": bool, "tokens": int, "detail": str}}``; None for a policy without
+    layers. The runner stores it in the step's info under `LAYERS_INFO_KEY`."""
 
 
 @dataclass
@@ -46,6 +55,10 @@ class EpisodeContext:
     `instructions` is the suite's rules and action format (for prompts);
     `multiline_actions` whether the suite takes actions that span lines (its
     ``multiline_actions`` attribute), which the scaffold's parser honours.
+    `step_limit` is the episode's step limit (the env's, or the run's ``max_steps`` when
+    lower). `notes` are this turn's notes from the policy's harness layers (a regulation
+    warning, a rejected action's reason); scaffolds show them after the observation.
+    `layer_state` is the per-episode memory of those layers.
     """
 
     suite_id: str
@@ -59,6 +72,9 @@ class EpisodeContext:
     step: int = 0
     instructions: str = ""
     multiline_actions: bool = False
+    step_limit: int | None = None
+    notes: tuple[str, ...] = ()
+    layer_state: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable

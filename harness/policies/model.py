@@ -184,6 +184,7 @@ def apply_suite_scaffolds(policies: Sequence[Any], suites: Sequence[Any]) -> Non
     different ones cannot share such a policy in one run (ConfigError: name it in the spec)."""
     defaults = {suite_capability(suite, "default_scaffold") for suite in suites}
     for policy in policies:
+        policy = getattr(policy, "inner", policy)  # a LayeredPolicy's model policy
         if not isinstance(policy, ModelPolicy) or policy.scaffold_pinned:
             continue
         if len(defaults) > 1:

@@ -58,7 +58,8 @@ from harness.policies.base import EpisodeContext, admissible
 __all__ = ["INVALID_ACTION", "OUTPUT_FORMATS", "ParsedAction", "PromptTemplate",
            "DEFAULT_TEMPLATE", "Scaffold", "ScaffoldSpec", "TaggedScaffold", "BareScaffold",
            "parse_action", "parse_bare", "strip_reasoning", "register_template", "template_for",
-           "register_scaffold", "make_scaffold", "scaffold_names", "MULTILINE_MAX_CHARS"]
+           "register_scaffold", "make_scaffold", "scaffold_names", "MULTILINE_MAX_CHARS",
+           "with_notes"]
 
 INVALID_ACTION = "<invalid>"
 """Sent to the env when no action could be read from the output (no suite accepts it)."""
@@ -235,6 +236,15 @@ def template_for(suite_id: str) -> PromptTemplate:
     return _TEMPLATES.get(suite_id.partition("@")[0], DEFAULT_TEMPLATE)
 
 
+def with_notes(observation: str, notes: Sequence[str]) -> str:
+    """The observation as a scaffold shows it: `observation`, then this turn's notes from the
+    policy's harness layers (`EpisodeContext.notes`), one ``Note:`` line each. Without notes
+    it is `observation` itself, so a policy without layers renders the prompts it always did."""
+    if not notes:
+        return observation
+    return observation + "\n" + "\n".join(f"Note: {note}" for note in notes)
+
+
 def _shorten_list(actions: Sequence[str], keep: int) -> str:
     shown = ", ".join(actions[:keep])
     return shown if keep >= len(actions) else f"{shown}, ... ({len(actions) - keep} more)"
@@ -379,7 +389,8 @@ class TaggedScaffold:
         actions = list(admissible(context.info))
         listed = template.admissible.format(actions=_shorten_list(actions, n_admissible)) \
             if actions else ""
-        user = template.user.format(history=history, step=context.step, observation=observation,
+        user = template.user.format(history=history, step=context.step,
+                                    observation=with_notes(observation, context.notes),
                                     admissible=listed, reminder=_REMINDERS[self.output_format])
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -446,16 +457,16 @@ class BareScaffold:
     def messages(self, context: EpisodeContext, *, budget: int | None = None,
                  count_tokens: TokenCounter | None = None) -> Messages:
         window = list(self.window(context.history))
-        observation = context.observation
-        messages = self.render(context.instructions, window, observation)
+        observation, notes = context.observation, context.notes
+        messages = self.render(context.instructions, window, with_notes(observation, notes))
         if budget is None or count_tokens is None:
             return messages
         while count_tokens(messages) > budget and window:
             window = window[1:]
-            messages = self.render(context.instructions, window, observation)
+            messages = self.render(context.instructions, window, with_notes(observation, notes))
         while count_tokens(messages) > budget and len(observation) > 1:
             observation = _trim_observation(observation)
-            messages = self.render(context.instructions, window, observation)
+            messages = self.render(context.instructions, window, with_notes(observation, notes))
         return messages
 
 

@@ -48,7 +48,7 @@ from harness.core import ConfigError
 from harness.policies.base import EpisodeContext
 from harness.policies.scaffold import (INVALID_ACTION, MULTILINE_MAX_CHARS, Messages,
                                        ParsedAction, ScaffoldSpec, TokenCounter,
-                                       register_scaffold)
+                                       register_scaffold, with_notes)
 
 __all__ = ["TerminalScaffold", "parse_command", "render_action", "truncate_output",
            "SUBMIT", "SHELL_LANGUAGES", "OUTPUT_CHARS", "HISTORY_OUTPUT_CHARS",
@@ -228,7 +228,8 @@ class TerminalScaffold:
                              "content": pending + truncate_output(observation, limit)})
             messages.append({"role": "assistant", "content": _past_action(action)})
             pending = ""
-        current = truncate_output(context.observation, current_chars)
+        current = with_notes(truncate_output(context.observation, current_chars),
+                             context.notes)
         messages.append({"role": "user", "content": f"{pending}{current}\n\n{REMINDER}"})
         return messages
 
