@@ -153,16 +153,21 @@ def turn_record(t: int, decision: Decision) -> TurnRecord:
                       decision.completion_tokens, decision.latency_s, decision.parsed)
 
 
-def episode_outcome(task: TaskSpec, info: Mapping[str, Any], *, finished: bool = True
-                    ) -> dict[str, bool | None]:
+def episode_outcome(task: TaskSpec, info: Mapping[str, Any], last_action: str = "", *,
+                    finished: bool = True) -> dict[str, bool | None]:
     """``answerable``, ``abstained`` and ``correct`` of an episode of `task` whose last info
-    is `info` (all None when the task declares no answerability). ``abstained`` is the env's
-    ``info["abstained"]``; ``correct`` is answered and won. An episode that did not finish
-    (`finished` False: error, timeout) neither abstained nor was correct."""
-    if task.answerability is None:
+    is `info` and last action `last_action` (all None when the task declares no
+    answerability). ``abstained``: the env's ``info["abstained"]`` where it gives one, else
+    whether `last_action` is the declared abstain action; ``correct``: answered and won. An
+    episode that did not finish (`finished` False: error, timeout) neither abstained nor was
+    correct."""
+    declared = task.answerability
+    if declared is None:
         return {"answerable": None, "abstained": None, "correct": None}
-    abstained = finished and bool(info.get("abstained", False))
-    return {"answerable": task.answerability.answerable, "abstained": abstained,
+    said = info.get("abstained")
+    abstained = finished and (bool(said) if said is not None
+                              else last_action.strip() == declared.abstain_action)
+    return {"answerable": declared.answerable, "abstained": abstained,
             "correct": finished and not abstained and bool(info.get("won", False))}
 
 
@@ -170,8 +175,9 @@ def finish_record(key: EpisodeKey, task: TaskSpec, tally: EpisodeTally, *,
                   info: Mapping[str, Any], terminated: bool, truncated: bool,
                   final_observation: str, wall_s: float, train_seed: int | None,
                   provenance: Mapping[str, Any],
-                  turns: Sequence[TurnRecord] = ()) -> EpisodeRecord:
-    """The record of an episode that finished: success and score from the last info."""
+                  turns: Sequence[TurnRecord] = (), last_action: str = "") -> EpisodeRecord:
+    """The record of an episode that finished: success and score from the last info, its
+    outcome class from the last info and `last_action` (`episode_outcome`)."""
     return EpisodeRecord(
         key=key, task_type=task.task_type, split=task.split, status="ok",
         success=bool(info.get("won", False)), score=float(info.get("score", 0.0)),
@@ -180,7 +186,7 @@ def finish_record(key: EpisodeKey, task: TaskSpec, tally: EpisodeTally, *,
         completion_tokens=tally.completion_tokens, retries=tally.retries,
         model_latency_s=tally.model_latency_s, wall_s=wall_s, train_seed=train_seed,
         final_observation=final_observation, policy_provenance=dict(provenance),
-        turns=tuple(turns), **episode_outcome(task, info))
+        turns=tuple(turns), **episode_outcome(task, info, last_action))
 
 
 def failed_record(key: EpisodeKey, task: TaskSpec, status: str, error: str, wall_s: float, *,

@@ -40,9 +40,9 @@ class StepResult:
     (`tasks.sandboxed_env.SandboxedEnv`) lists the commands the step ran for the agent under
     ``commands``: ``{"command", "status", "exit_code", "output"}`` each, the output raw (before
     control characters are escaped for the observation). An env whose suite declares
-    `Answerability` for the task says in ``abstained`` (bool) on the step that ends the
-    episode whether the episode abstained (OSWorld: its last action was ``FAIL``;
-    MedAgentBench: no order was placed).
+    `Answerability` for the task may say in ``abstained`` (bool) on the step that ends the
+    episode whether the episode abstained (MedAgentBench: no order was placed); without it,
+    an episode abstained when its last action is the declared abstain action.
     """
 
     observation: str
@@ -98,8 +98,10 @@ class Answerability:
     """What a suite declares about one task for the abstention metrics
     (`harness.stats.abstention`): whether the task is `answerable` (feasible: acting on it can
     be right) and `abstain_action`, the action text that declines it (OSWorld's ``FAIL``; a
-    refusing policy sends it). The env says on the step that ends an episode whether the
-    episode abstained (``info["abstained"]``, `StepResult`); the runner records it."""
+    refusing policy sends it). An episode abstained when the env says so on its last step
+    (``info["abstained"]``, `StepResult`: for suites where abstaining is an outcome, e.g.
+    placing no order) or, where the env says nothing, when its last action is
+    `abstain_action` (surrounding blanks ignored); the runner records it."""
 
     answerable: bool
     abstain_action: str

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from harness.core import UnknownNameError
 from harness.policies.base import Decision, EpisodeContext, Policy
-from harness.policies.scripted import NoopPolicy, OraclePolicy, RandomPolicy
+from harness.policies.scripted import NoopPolicy, OraclePolicy, RandomPolicy, RefusePolicy
 
 PolicyFactory = Callable[[str, str], Policy]
 """Builds a policy from ``(full spec, argument after the first colon)``."""
@@ -16,6 +16,8 @@ _BACKENDS: dict[str, tuple[PolicyFactory, str]] = {
     "random": (lambda spec, arg: RandomPolicy(spec), "uniform over admissible actions"),
     "noop": (lambda spec, arg: NoopPolicy(spec, arg), "the suite's trivial action (noop:NAME)"),
     "oracle": (lambda spec, arg: OraclePolicy(spec), "the suite's reference solver/planner"),
+    "refuse": (lambda spec, arg: RefusePolicy(spec, arg),
+               "the oracle behind a known refusal rule (refuse:THRESHOLD[:TRIVIAL])"),
 }
 
 

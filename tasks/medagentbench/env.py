@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from harness.core import HarnessError, make_rng
 from tasks.base import StepResult
+from tasks.medagentbench.answerability import abstained_by_orders
 from tasks.medagentbench.branches import task_record
 from tasks.medagentbench.grading import Case, TaskDef
 from tasks.medagentbench.protocol import (Finish, Get, get_reply, invalid_reply,
@@ -89,6 +90,14 @@ class EpisodeOnServer:
         return {"won": self._won, "score": float(self._won), "invalid": invalid,
                 "steps": self._steps}
 
+    def _outcome(self, ended: bool) -> dict[str, Any]:
+        """On the step that ends the episode, whether it abstained: placed no order
+        (`tasks.medagentbench.answerability`)."""
+        if not ended:
+            return {}
+        return {"abstained": abstained_by_orders((e.method, e.status)
+                                                 for e in self._exchanges)}
+
     def oracle_action(self) -> str:
         return self._oracle(self.task, list(self._exchanges), self.api_base)
 
@@ -136,7 +145,7 @@ class MedAgentBenchEnv(EpisodeOnServer):
         truncated = not terminated and self._steps >= self.max_steps
         self._done = terminated or truncated
         return StepResult(observation, reward, terminated, truncated,
-                          {**self._info(invalid), **extra})
+                          {**self._info(invalid), **extra, **self._outcome(self._done)})
 
     def close(self) -> None:
         super().close()

@@ -83,7 +83,7 @@ class OfficialProtocolEnv(EpisodeOnServer):
         self._done = terminated or truncated
         reward = 1.0 if self._won else 0.0
         return StepResult(observation, reward, terminated, truncated,
-                          {**self._info(invalid), **extra})
+                          {**self._info(invalid), **extra, **self._outcome(self._done)})
 
     # -- parts -------------------------------------------------------------------------------
     def case(self) -> Case:

@@ -1,6 +1,7 @@
 """The suites: ``medagentbench-v1`` (100 official tasks), ``-v2`` (300) and ``-v3`` (the
 rebuild, 500 test tasks of 20 types). All three run over the same FHIR server; see the
-package docstring and V3_DESIGN.md."""
+package docstring and V3_DESIGN.md. Tasks whose type decides whether to order declare their
+answerability (`tasks.medagentbench.answerability`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from tasks.base import Comparability, SuiteBase, TaskSpec
 from tasks.medagentbench import graders_v1, graders_v3
+from tasks.medagentbench.answerability import answerability
 from tasks.medagentbench.backend import FhirBackend
 from tasks.medagentbench.clinical import OFFICIAL_API_BASE
 from tasks.medagentbench.data import data_dir as resolve_data_dir
@@ -54,7 +56,7 @@ class MedAgentBenchSuite(SuiteBase):
         self._defs = {d.id: d for d in defs}
         super().__init__([TaskSpec(d.id, d.split, d.task_type, {
             "mrn": d.mrn, "branch": d.branch, "record_kind": d.kind, "official": d.official,
-            "max_steps": max_steps}) for d in defs])
+            "max_steps": max_steps}, answerability(d.task_type, d.branch)) for d in defs])
 
     def task_def(self, task_id: str) -> TaskDef:
         self.task(task_id)

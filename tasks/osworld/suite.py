@@ -6,6 +6,8 @@ capability check (`tasks.osworld.capability`) accepts are in the suite; `unsuppo
 lists the rest with their reasons. Task type = upstream's application domain. Every task is
 in a split chosen by a hash of its id (`split_of`: about half test, a quarter each train and
 dev), since OSWorld itself is one test set and the registry asks every suite for all three.
+Each task declares its answerability: upstream's infeasible tasks are unanswerable, and an
+episode whose last action is ``FAIL`` abstained.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import hashlib
 
 from harness.core import HarnessError, MissingDependencyError
-from tasks.base import Comparability, SuiteBase, TaskSpec
+from tasks.base import Answerability, Comparability, SuiteBase, TaskSpec
 from tasks.osworld.capability import Capability, classify
 from tasks.osworld.loader import OSWorldTask, load_tasks
 from tasks.osworld.official import official_available
@@ -74,7 +76,8 @@ class OSWorldFilesSuite(SuiteBase):
         self._solution = reference_solution
         super().__init__([TaskSpec(t.id, split_of(t.id), t.domain,
                                    {"infeasible": t.infeasible,
-                                    "related_apps": list(t.related_apps)})
+                                    "related_apps": list(t.related_apps)},
+                                   Answerability(not t.infeasible, "FAIL"))
                           for t in self._tasks.values()])
 
     def _drop_already_passing(self) -> None:
