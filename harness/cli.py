@@ -271,6 +271,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.train.cli",
     "harness.study.cli",
     "harness.merge.cli",
+    "harness.ablation.cli",
     "harness.data",
     "harness.view.commands",
 )

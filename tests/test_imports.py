@@ -37,6 +37,7 @@ LAYER = {  # a module may import modules of the same or a lower layer
     "harness.config": 2, "harness.runner": 2, "harness.train": 2, "harness.report": 2,
     "harness.audit": 2, "harness.serve": 2, "harness.signal_eval": 2, "harness.executors": 2,
     "harness.view": 2, "harness.study": 2, "harness.orchestrator": 2, "harness.merge": 2,
+    "harness.ablation": 2,
     "harness.cli": 3, "harness.bench": 3, "harness.quickstart": 3, "harness.env_bench": 3,
     "harness.tasks_cli": 3, "harness.data": 3,
 }
