@@ -239,6 +239,7 @@ def curve_area(coverage, precision) -> np.ndarray:
     kept = np.arange(x.shape[1])[None, :] <= last
     x = np.where(kept, x, np.take_along_axis(x, last, 1))
     y = np.where(kept, y, np.take_along_axis(y, last, 1))
+    x, y = np.where(np.isfinite(x), x, 0.0), np.where(np.isfinite(y), y, 0.0)  # no point
     area = (np.diff(x, axis=1) * (y[:, 1:] + y[:, :-1]) / 2).sum(axis=1)
     return np.where(finite.sum(axis=1) >= 2, area, 0.0)
 
