@@ -8,7 +8,8 @@ in the step's info (``info["layers"]``). Layers are registered and versioned lik
 
 - ``repair@1`` (review): an action that is not one of the admissible actions is mapped to
   the one it clearly means (case, spacing, quotes and end punctuation ignored; one admissible
-  action named in it; or one close spelling, `LayerOptions.repair_cutoff`); an unparsed
+  action named in it; or one close spelling with the same numbers,
+  `LayerOptions.repair_cutoff`); an unparsed
   reply is salvaged from the raw output (one admissible action named in it, or a think/react
   action). What cannot be repaired is rejected: the policy is asked again with the reason
   as a note (`LayerOptions.repair_retries` times); an action still malformed goes to the
@@ -152,6 +153,7 @@ class _Base:
 # ---- repair ---------------------------------------------------------------------------------
 
 _EDGES = re.compile(r"^[\s`'\"*]+|[\s`'\"*.!,;:]+$")
+_DIGITS = re.compile(r"\d+")
 
 
 def _canonical(text: str) -> str:
@@ -185,9 +187,11 @@ def repair_action(action: str, raw_output: str, allowed: Sequence[str], *,
         return named[0], "named in the reply"
     if len(named) > 1:
         return None, f"it names {len(named)} admissible actions"
-    if action != INVALID_ACTION:
-        close = difflib.get_close_matches(_canonical(action), list(canonical), n=2,
-                                          cutoff=cutoff)
+    if action != INVALID_ACTION:  # a misspelling never changes a number (desk 3 != desk 1)
+        digits = _DIGITS.findall(action)
+        close = difflib.get_close_matches(
+            _canonical(action), [c for c in canonical if _DIGITS.findall(c) == digits], n=2,
+            cutoff=cutoff)
         if len(close) == 1:
             return canonical[close[0]], "respelt"
     what = "no action could be read" if action == INVALID_ACTION else "it is not admissible"

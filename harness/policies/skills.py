@@ -11,8 +11,8 @@ A store is a TOML file of ``[[skills]]`` tables (a trusted local file, like a ru
 
 Retrieval (`SkillStore.retrieve`) is deterministic: a skill is a candidate when its suites
 and task types (where listed) match the episode; a candidate with keywords needs at least
-one of them in the query text (case-insensitive); candidates rank by keyword hits, then by
-their order in the file, and the first `k` are injected. Without a path the bundled store
+one of them in the query text (whole words, case-insensitive); candidates rank by keyword
+hits, then by their order in the file, and the first `k` are injected. Without a path the bundled store
 (`BUNDLED_STORE`, a few procedures for the built-in games) is used. A store's path and the
 SHA-256 of its bytes go into the policy's provenance, so a run says which procedures it had.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +68,7 @@ class SkillStore:
         for order, skill in enumerate(self.skills):
             if not skill.applies_to(suite_id, task_type):
                 continue
-            hits = sum(word.casefold() in folded for word in skill.keywords)
+            hits = sum(_mentions(folded, word) for word in skill.keywords)
             if skill.keywords and not hits:
                 continue
             ranked.append((-hits, order, skill))
@@ -75,6 +76,12 @@ class SkillStore:
 
     def describe(self) -> dict[str, object]:
         return {"store": self.path, "sha256": self.digest, "skills": len(self.skills)}
+
+
+def _mentions(folded: str, keyword: str) -> bool:
+    """Whether `keyword` occurs in `folded` (case-folded text) as whole words."""
+    word = re.escape(" ".join(keyword.casefold().split()))
+    return re.search(rf"(?<!\w){word}(?!\w)", folded) is not None
 
 
 def _strings(entry: dict, key: str, where: str) -> tuple[str, ...]:
