@@ -34,7 +34,7 @@ def make_model_policy(spec: str) -> Any:
 MODEL_BACKENDS = {
     "openai": "an OpenAI-compatible server (openai:MODEL@URL?options)",
     "hf": "a local transformers model (hf:PATH?options)",
-    "vllm": "vLLM's offline engine on a GPU (vllm:PATH?options; gpu extra)",
+    "vllm": "vLLM's offline engine (vllm:PATH?options; a GPU, or vLLM's CPU build)",
     "checkpoint": "a checkpoint of the bundled trainer (checkpoint:PATH?options)",
 }
 """The model backends `harness.policies` registers, with their one-line descriptions."""

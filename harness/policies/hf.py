@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from harness.core import ConfigError, HarnessError, derive_seed, require
 from harness.policies.batching import BatchQueue
@@ -59,58 +60,21 @@ class _Row:
     text: str | None = None
 
 
-class LocalModel:
-    """A causal LM and its tokenizer, loaded from `path` (Hugging Face layout)."""
+class LocalTokenizer:
+    """The tokenizer of the model directory `path` (Hugging Face layout) and the model's
+    context length: the text side of a local model, whichever engine runs it."""
 
-    def __init__(self, path: str | Path, *, device: str = "cpu", dtype: str = "float32",
-                 threads: int | None = None):
+    def __init__(self, path: str | Path):
         self.path = Path(path)
         if not (self.path / "config.json").is_file():
             raise ConfigError(f"{self.path} is not a model directory (no config.json)")
-        torch, transformers = load_torch()
-        self.torch = torch
-        if threads:
-            torch.set_num_threads(threads)
-        if not hasattr(torch, dtype):
-            raise ConfigError(f"unknown torch dtype {dtype!r}")
+        _, transformers = load_torch()
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(self.path,
                                                                     local_files_only=True)
-        self.model = transformers.AutoModelForCausalLM.from_pretrained(
-            self.path, dtype=getattr(torch, dtype), local_files_only=True).to(device).eval()
-        self.device = device
-        config = self.model.config
-        self.context_tokens: int | None = (getattr(config, "max_position_embeddings", None)
-                                           or getattr(config, "n_positions", None))
-        self._forward_args: set[str] | None = None
+        config = orjson.loads((self.path / "config.json").read_bytes())
+        self.context_tokens: int | None = (config.get("max_position_embeddings")
+                                           or config.get("n_positions"))
         self._byte_decoder: dict[str, int] | None = None
-        self.eos_ids = self._eos_ids()
-        self.pad_id = (self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None
-                       else self.eos_ids[0])
-
-    def _cache_kwargs(self, past: Any) -> dict[str, Any]:
-        """The KV cache argument (``cache`` in newer transformers, ``past_key_values`` before)
-        and, where supported, only the last position's logits."""
-        if self._forward_args is None:
-            import inspect
-
-            self._forward_args = set(inspect.signature(self.model.forward).parameters)
-        kwargs = {"cache" if "cache" in self._forward_args else "past_key_values": past}
-        if "logits_to_keep" in self._forward_args:
-            kwargs["logits_to_keep"] = 1
-        return kwargs
-
-    def _eos_ids(self) -> list[int]:
-        ids = self.model.generation_config.eos_token_id
-        ids = list(ids) if isinstance(ids, (list, tuple)) else ([ids] if ids is not None else [])
-        if self.tokenizer.eos_token_id is not None and self.tokenizer.eos_token_id not in ids:
-            ids.append(self.tokenizer.eos_token_id)
-        return ids
-
-    def describe(self) -> dict[str, Any]:
-        config = self.model.config
-        return {"model_path": str(self.path), "architecture": config.model_type,
-                "parameters": sum(p.numel() for p in self.model.parameters()),
-                "context": self.context_tokens}
 
     # ---- text and tokens --------------------------------------------------------------------
 
@@ -145,6 +109,52 @@ class LocalModel:
             raise ContextOverflowError(
                 f"prompt of {prompt_tokens} tokens plus max_tokens={max_tokens} exceeds the "
                 f"model's context of {self.context_tokens} tokens")
+
+
+class LocalModel(LocalTokenizer):
+    """A causal LM and its tokenizer, loaded from `path` (Hugging Face layout)."""
+
+    def __init__(self, path: str | Path, *, device: str = "cpu", dtype: str = "float32",
+                 threads: int | None = None):
+        super().__init__(path)
+        torch, transformers = load_torch()
+        self.torch = torch
+        if threads:
+            torch.set_num_threads(threads)
+        if not hasattr(torch, dtype):
+            raise ConfigError(f"unknown torch dtype {dtype!r}")
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(
+            self.path, dtype=getattr(torch, dtype), local_files_only=True).to(device).eval()
+        self.device = device
+        self._forward_args: set[str] | None = None
+        self.eos_ids = self._eos_ids()
+        self.pad_id = (self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None
+                       else self.eos_ids[0])
+
+    def _cache_kwargs(self, past: Any) -> dict[str, Any]:
+        """The KV cache argument (``cache`` in newer transformers, ``past_key_values`` before)
+        and, where supported, only the last position's logits."""
+        if self._forward_args is None:
+            import inspect
+
+            self._forward_args = set(inspect.signature(self.model.forward).parameters)
+        kwargs = {"cache" if "cache" in self._forward_args else "past_key_values": past}
+        if "logits_to_keep" in self._forward_args:
+            kwargs["logits_to_keep"] = 1
+        return kwargs
+
+    def _eos_ids(self) -> list[int]:
+        ids = self.model.generation_config.eos_token_id
+        ids = list(ids) if isinstance(ids, (list, tuple)) else ([ids] if ids is not None else [])
+        if self.tokenizer.eos_token_id is not None and self.tokenizer.eos_token_id not in ids:
+            ids.append(self.tokenizer.eos_token_id)
+        return ids
+
+    def describe(self) -> dict[str, Any]:
+        config = self.model.config
+        return {"model_path": str(self.path), "architecture": config.model_type,
+                "parameters": sum(p.numel() for p in self.model.parameters()),
+                "context": self.context_tokens}
 
     # ---- scoring ----------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@
                                           ``openai:tiny@http://127.0.0.1:8000/v1``; without
                                           ``@URL``: ``$OPENAI_BASE_URL`` or api.openai.com
 ``hf:PATH``                               a local transformers model directory
-``vllm:PATH``                             vLLM's offline engine (GPU; the ``gpu`` extra)
+``vllm:PATH``                             vLLM's offline engine (a GPU, or vLLM's CPU build)
 ``checkpoint:PATH``                       a checkpoint the bundled trainer wrote (HF layout
                                           plus ``checkpoint.json``)
 ========================================  ==================================================
@@ -96,7 +96,8 @@ class ModelOptions:
     device: str = "cpu"
     dtype: str = "float32"
     gpu_memory_utilization: float = 0.85
-    """vLLM's share of GPU memory."""
+    """vLLM's share of GPU memory (on vLLM's CPU build: of host memory, for the KV cache;
+    0.1 when not given)."""
     tensor_parallel: int = 1
     # checkpoint
     train_seed: int | None = None
@@ -113,7 +114,8 @@ BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
                            "api_key_env", "client", "http", "tokenizer", "chars_per_token"),
     "hf": _SAMPLING + _LOCAL,
     "checkpoint": _SAMPLING + _LOCAL + ("train_seed",),
-    "vllm": _SAMPLING + ("max_batch", "dtype", "gpu_memory_utilization", "tensor_parallel"),
+    "vllm": _SAMPLING + ("max_batch", "batch_wait_ms", "device", "dtype",
+                         "gpu_memory_utilization", "tensor_parallel"),
 }
 _FIELDS = {f.name: f for f in fields(ModelOptions)}
 _HINTS = typing.get_type_hints(ModelOptions)

@@ -71,8 +71,9 @@ class ModelConfig:
 class RolloutConfig:
     """How episodes are sampled: groups, context mode, decoding, tree branching."""
 
-    engine: str = _help("'hf' (transformers, CPU or GPU) or 'vllm' (GPU, colocated, weights "
-                        "synced after each update)", "hf")
+    engine: str = _help("'hf' (transformers, CPU or GPU) or 'vllm' (vLLM's engine on its "
+                        "build's device, a GPU or the CPU; weights synced after each update)",
+                        "hf")
     tasks_per_update: int = _help("tasks (groups) sampled from the train split per update", 16)
     task_types: tuple[str, ...] = _help("train only on these task types of the train split "
                                         "(a specialist; empty: every type)", ())
@@ -92,8 +93,14 @@ class RolloutConfig:
                           "step (1 = no tree)", 1)
     branch_steps: tuple[int, ...] = _help("tree rollouts: the steps at which episodes fork",
                                           ())
-    gpu_memory_utilization: float = _help("vllm engine: fraction of GPU memory it may take "
-                                          "(colocated with the learner)", 0.3)
+    gpu_memory_utilization: float | None = _help(
+        "vllm engine: fraction of GPU memory it may take (colocated with the learner); unset: "
+        "0.3 on a GPU, 0.1 of host memory on vLLM's CPU build", None)
+    sync_tolerance: float = _help(
+        "vllm engine: 0 = off; > 0: each update compares, on 8 sampled transitions, the "
+        "behaviour log-probs with the learner's and, after the weight sync, the engine's with "
+        "the learner's (metrics vllm_behaviour_max_abs_diff, vllm_sync_max_abs_diff), and "
+        "stops the run when either exceeds this", 0.0)
     executor: str = _help("where env steps run: 'local' (this process), 'ray' (Ray env-worker "
                           "actors on a local Ray instance) or 'ray:ADDRESS' (an existing "
                           "cluster); the learner and generation stay here", "local")
@@ -357,6 +364,7 @@ def _validate(c: TrainConfig) -> None:
                               c.eval.samples, 0), ("eval.headroom_k", c.eval.headroom_k, 0)):
         _check_range(where, value, low, integer=True)
     _check_range("rollout.temperature", r.temperature, 1e-3)
+    _check_range("rollout.sync_tolerance", r.sync_tolerance, 0.0)
     _check_range("optim.lr", o.lr, 0.0)
     for where, value in (("optim.schedule", o.schedule), ("sft.schedule", c.sft.schedule)):
         if value not in SCHEDULES:

@@ -209,6 +209,16 @@ class Trainer:
                        seed=derive_seed("train-rollout", self.train_seed, step), update=step,
                        policy_version=step, policy_id=self.name)
 
+    def _sync_checks(self, batch: RolloutBatch, *, before: bool) -> dict[str, float]:
+        """The vLLM engine's agreement with the learner (`rollout.sync_tolerance`)."""
+        r = self.config.rollout
+        if r.engine != "vllm" or not r.sync_tolerance:
+            return {}
+        from harness.train.vllm_engine import sync_checks
+
+        return sync_checks(self.engine, self.loaded.model, batch.transitions,
+                           temperature=r.temperature, tolerance=r.sync_tolerance, before=before)
+
     def update(self, step: int | None = None) -> UpdateResult:
         """Roll out, estimate advantages, update the learner; returns the update's metrics."""
         step = self.step if step is None else step
@@ -224,8 +234,10 @@ class Trainer:
         advantages = estimate(c.algorithm.estimator, inputs, **c.algorithm.estimator_params())
         samples = with_advantages(batch, samples, advantages, values)
         metrics = rollout_metrics(batch, advantages)
+        metrics.update(self._sync_checks(batch, before=True))
         metrics.update(self.learner.update(samples, step=step))
         self.engine.sync(self.loaded.model)
+        metrics.update(self._sync_checks(batch, before=False))
         elapsed = time.perf_counter() - started
         tokens = metrics.get("train_tokens", 0.0) + sum(
             len(t.prompt_ids) + len(t.response_ids) for t in batch.transitions)
@@ -241,11 +253,16 @@ class Trainer:
 
     def run(self, on_update: Callable[[UpdateResult], None] | None = None) -> Path:
         """All remaining updates, then a final checkpoint; returns its path."""
-        while self.step < self.config.updates:
-            result = self.update()
-            if on_update:
-                on_update(result)
-        return self.save()
+        try:
+            while self.step < self.config.updates:
+                result = self.update()
+                if on_update:
+                    on_update(result)
+            return self.save()
+        finally:
+            close = getattr(self.engine, "close", None)  # a vLLM worker process
+            if close is not None:
+                close()
 
     # -- checkpoints ------------------------------------------------------------------------
     def _meta(self, *, step: int, metrics: dict[str, float], init: str,
