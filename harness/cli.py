@@ -176,25 +176,47 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: st
 
 
 def show_leaderboard(db: str, *, run_id: str | None = None, suite: str | None = None,
-                     markdown: bool = False) -> None:
-    from harness.report.leaderboard import HEADER, comparability_notes, format_row, \
-        leaderboard_markdown, leaderboard_table
+                     markdown: bool = False, metric: str = "success") -> None:
+    from harness.report.leaderboard import comparability_notes, leaderboard_table
     from harness.store import load_episodes
 
-    table = leaderboard_table(load_episodes(db, run_id=run_id, suite=suite))
+    if metric != "success":
+        _show_metric_leaderboard(load_episodes(db, run_id=run_id, suite=suite), metric,
+                                 markdown)
+    else:
+        _show_success_leaderboard(leaderboard_table(load_episodes(db, run_id=run_id,
+                                                                  suite=suite)), markdown)
+    for line in comparability_notes(db, run_id=run_id, suite=suite):
+        print(line)
+
+
+def _show_metric_leaderboard(episodes: Any, metric: str, markdown: bool) -> None:
+    from harness.report.abstention import (METRIC_LABELS, format_metric_row, metric_header,
+                                           metric_leaderboard, metric_markdown)
+
+    table = metric_leaderboard(episodes, metric)
+    if markdown:
+        print(metric_markdown(table, metric))
+    else:
+        _print_table(metric_header(metric), [format_metric_row(r) for _, r in table.iterrows()],
+                     f"Leaderboard: {METRIC_LABELS[metric]}, 95% cluster-bootstrap intervals "
+                     "over tasks (tasks that declare answerability)")
+
+
+def _show_success_leaderboard(table: Any, markdown: bool) -> None:
+    from harness.report.leaderboard import HEADER, format_row, leaderboard_markdown
+
     if markdown:
         print(leaderboard_markdown(table))
     else:
         rows = [format_row(row) for _, row in table.iterrows()]
         _print_table(HEADER, rows, "Leaderboard: success rate; '≈ best' = not separable "
                      "from the best after Holm")
-    for line in comparability_notes(db, run_id=run_id, suite=suite):
-        print(line)
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     show_leaderboard(args.db, run_id=args.run_id, suite=args.suite,
-                     markdown=args.format == "markdown")
+                     markdown=args.format == "markdown", metric=args.metric)
     return 0
 
 
@@ -418,6 +440,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+ABSTENTION_METRICS = ("precision", "coverage", "abstention_precision", "abstention_recall",
+                      "f1_precision_coverage", "f1_answer_abstain")
+"""`harness.stats.abstention.METRICS`, spelt out so that building the parser imports no
+statistics."""
+
+
 def _add_reading_commands(sub: Any) -> None:
     """``leaderboard`` and ``compare``: the commands that read runs back."""
     p = sub.add_parser("leaderboard", help="success rate with 95%% intervals per policy x suite")
@@ -425,6 +453,10 @@ def _add_reading_commands(sub: Any) -> None:
     p.add_argument("--run-id")
     p.add_argument("--suite")
     p.add_argument("--format", choices=["terminal", "markdown"], default="terminal")
+    p.add_argument("--metric", choices=["success", *ABSTENTION_METRICS], default="success",
+                   help="success rate (default), or an abstention metric over the tasks that "
+                   "declare answerability (precision, coverage, abstention_precision, "
+                   "abstention_recall, f1_precision_coverage, f1_answer_abstain)")
     p.set_defaults(func=cmd_leaderboard)
 
     p = sub.add_parser("compare", help="paired comparison of two policies on shared episodes")

@@ -25,6 +25,7 @@ from harness.audit.records import latest_audits, load_audits
 from harness.core import HarnessError
 from harness.records import EpisodeKey
 from harness.report import figures as fig
+from harness.report.abstention import abstention_report_tables
 from harness.report import table_builders as tb
 from harness.report.page import Trajectory, anchor, page_html
 from harness.report.provenance import provenance_comment, report_provenance
@@ -136,7 +137,7 @@ def _episode_tables(frame: pd.DataFrame, ranked: pd.DataFrame, by_type: pd.DataF
     extra = [tb.pass_at_k_table(passk),
              tb.comparison_table(frame, ranked, max_compare=options.max_compare,
                                  margin=options.margin, alpha=options.alpha)]
-    return tables + [t for t in extra if t is not None]
+    return tables + [t for t in extra if t is not None] + abstention_report_tables(frame)
 
 
 def _audit_tables(audits) -> list[Table]:
