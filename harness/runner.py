@@ -41,7 +41,7 @@ from harness.episodes import (EpisodeTally, episode_context, env_seed, failed_re
 from harness.orchestrator import (MIN_EPISODES_FOR_ERROR_RATE, EpisodeJob, Orchestrator,
                                   RunAborted, RunSummary, plan_jobs, provenance)
 from harness.policies import Policy
-from harness.policies.base import LAYERS_INFO_KEY
+from harness.policies.base import LAYERS_INFO_KEY, Decision
 from harness.records import EpisodeRecord, StepRecord, TurnRecord
 from harness.store import Store
 
@@ -116,6 +116,12 @@ async def _reset(job: EpisodeJob, loop: asyncio.AbstractEventLoop, executor: Exe
     return env, obs, info
 
 
+def _with_layers(info: dict[str, Any], decision: Decision) -> dict[str, Any]:
+    """The step's info as stored: the env's, with the policy's harness-layer log of the turn
+    under `LAYERS_INFO_KEY` when it has layers."""
+    return info if decision.layers is None else {**info, LAYERS_INFO_KEY: decision.layers}
+
+
 async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
                       executor: Executor | None = None, deadline: float | None = None,
                       pacer: Pacer | None = None, turns: list[TurnRecord] | None = None
@@ -133,12 +139,11 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
     limit = env.max_steps if max_steps is None else min(max_steps, env.max_steps)
     context = episode_context(suite, task, env, obs, info, eval_seed=job.eval_seed,
                               sample=job.sample, policy_id=rng_identity(policy))
-    context.step_limit = limit
     steps: list[StepRecord] = []
     total_reward, n_invalid, prompt_tokens, completion_tokens = 0.0, 0, 0, 0
     retries, model_latency_s = 0, 0.0  # summed inline (hot loop), then one EpisodeTally
     terminated = truncated = False
-    history, act, step = context.history, policy.act, env.step
+    history, act, step, context.step_limit = context.history, policy.act, env.step, limit
     clock, every = loop.time, pacer.every_s
     while not (terminated or truncated):
         decision = await act(context)
@@ -153,8 +158,7 @@ async def run_episode(job: EpisodeJob, *, max_steps: int | None = None,
         if not terminated and t + 1 >= limit:
             truncated = True
         steps.append(StepRecord(t, obs, action, decision.raw_output, result.reward,
-                                terminated, truncated, info if decision.layers is None
-                                else {**info, LAYERS_INFO_KEY: decision.layers}))
+                                terminated, truncated, _with_layers(info, decision)))
         total_reward += result.reward
         n_invalid += info.get("invalid", False)
         prompt_tokens += decision.prompt_tokens

@@ -40,6 +40,10 @@ JSON body) are read whole when the suite declares ``multiline_actions`` (`parse(
 multiline=True)`): the ``<action>`` tag may span lines, ``Action:`` keeps the whole block
 after it, and a bare reply is kept whole; otherwise an action is one line.
 
+Harness layers (`harness.policies.layers`) speak to the model through the context: text
+added to `EpisodeContext.instructions` lands in the system message, and every scaffold shows
+the turn's `EpisodeContext.notes` after the observation (`with_notes`; no notes, no change).
+
 Token budget: `Scaffold.messages` drops the oldest history steps until the prompt fits the
 budget (the model's context minus the completion's ``max_tokens``), then shortens the list
 of admissible actions, then keeps only the end of the observation.
