@@ -252,6 +252,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.margin is not None and not args.margin > 0:
         raise ConfigError(f"--margin must be > 0, got {args.margin}")
     episodes = load_episodes(args.db, run_id=args.run_id)
+    if args.metric in ABSTENTION_METRICS:
+        from harness.stats.abstention_runs import compare_abstention, \
+            format_abstention_comparison
+
+        result = compare_abstention(episodes, args.a, args.b, np.random.default_rng(args.seed),
+                                    suite=args.suite, n_resamples=args.resamples)
+        print(format_abstention_comparison(result, args.metric))
+        return 0
     comparison = compare_policies(episodes, args.a, args.b, rng=np.random.default_rng(args.seed),
                                   suite=args.suite, metric=args.metric, margin=args.margin,
                                   n_resamples=args.resamples)
@@ -465,7 +473,9 @@ def _add_reading_commands(sub: Any) -> None:
     p.add_argument("--db", default="results/harness.db")
     p.add_argument("--run-id", action="append", help="only these runs (repeatable)")
     p.add_argument("--suite", help="only this suite (default: every suite both played)")
-    p.add_argument("--metric", choices=["success", "score"], default="success")
+    p.add_argument("--metric", choices=["success", "score", *ABSTENTION_METRICS],
+                   default="success", help="success, score, or an abstention metric (paired "
+                   "over the tasks that declare answerability)")
     p.add_argument("--margin", type=float, help="equivalence margin for the paired TOST, in "
                    "outcome units (e.g. 0.02); without it equivalence is not tested")
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap/permutation draws")

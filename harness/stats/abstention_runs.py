@@ -39,7 +39,7 @@ from harness.stats.frame import aligned_outcomes
 
 __all__ = ["METRICS", "declared_episodes", "abstention_table", "AbstentionComparison",
            "compare_abstention", "CurvePoint", "CoveragePrecisionCurve",
-           "coverage_precision_curve", "curve_area"]
+           "coverage_precision_curve", "curve_area", "format_abstention_comparison"]
 
 TABLE_COLUMNS = ["suite", "policy", "n", "n_tasks", "metric", "estimate", "low", "high"]
 
@@ -295,3 +295,16 @@ def coverage_precision_curve(df: pd.DataFrame, thresholds: Mapping[str, float],
     return CoveragePrecisionCurve(suite, tuple(points),
                                   Interval(area, float(low), float(high), confidence,
                                            "cluster percentile"), n_tasks)
+
+
+def format_abstention_comparison(c: AbstentionComparison, metric: str) -> str:
+    """Terminal text of one metric of a `compare_abstention` result."""
+    a, b = c.values[metric]
+    d, p = c.differences[metric], c.p_values[metric]
+    return "\n".join([
+        f"{c.policy_a} (A) vs {c.policy_b} (B): {c.n_keys} paired keys over {c.n_tasks} tasks "
+        f"that declare answerability, metric {metric}",
+        f"  A {a:.4f}   B {b:.4f}",
+        f"  A - B {d.estimate:+.4f}  {100 * d.confidence:g}% CI [{d.low:+.4f}, {d.high:+.4f}] "
+        "(paired cluster bootstrap over tasks)",
+        f"  permutation p = {p:.4f} ({c.method.split('; ')[-1].removeprefix('permutation p ')})"])

@@ -75,3 +75,14 @@ def test_report_writes_the_abstention_and_curve_tables(db, tmp_path):
     master = (tables / "tables.tex").read_text()
     assert r"\input{abstention}" in master and r"\input{coverage-precision}" in master
     assert "Abstention metrics" in (out / "README.md").read_text()
+
+
+def test_compare_on_an_abstention_metric(db, capsys):
+    """refuse:0 answers every answerable task right, refuse:0.5 declines those whose draw is
+    below 0.5: the coverage difference is the share declined."""
+    path, _ = db
+    assert main(["compare", "--db", str(path), "--a", "refuse:0", "--b", "refuse:0.5",
+                 "--metric", "coverage", "--resamples", "500"]) == 0
+    out = capsys.readouterr().out
+    assert f"A - B {_coverage(0.0) - _coverage(0.5):+.4f}" in out
+    assert "20 paired keys over 20 tasks" in out and "permutation p" in out
