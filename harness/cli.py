@@ -155,6 +155,11 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"{suite_id:24s} {counts['train']:5d} train {counts['dev']:4d} dev "
                   f"{counts['test']:4d} test  {suite.description}")
             print(f"{'':24s} comparability: {suite.comparability.summary()}")
+    elif args.what == "layers":
+        from harness.policies.layers import layer_names
+
+        for name, description in layer_names().items():
+            print(f"{name:12s} {description}")
     else:
         from harness.policies import policy_names
 
@@ -488,8 +493,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("list", help="list registered suites or policies")
-    p.add_argument("what", choices=["suites", "policies"])
+    p = sub.add_parser("list", help="list registered suites, policies or harness layers")
+    p.add_argument("what", choices=["suites", "policies", "layers"])
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("run", help="play episodes and store them (resumes a stored run)")

@@ -34,7 +34,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from harness.core import ConfigError, UnknownNameError
@@ -412,8 +412,3 @@ register_layer("regulation", lambda options, policy: RegulationLayer(options),
                "notes on repeated failures, stagnation and the step budget")
 register_layer("skills", lambda options, policy: SkillsLayer(options),
                "procedures retrieved from a skills store, in the instructions")
-
-
-def options_dict(options: LayerOptions) -> dict[str, Any]:
-    """`options` as stored with the policy's provenance."""
-    return asdict(options)

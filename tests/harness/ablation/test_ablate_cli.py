@@ -78,3 +78,11 @@ def test_unknown_layer_is_one_line_suggesting_the_right_name(tmp_path, capsys):
                  "--db", str(tmp_path / "h.db")]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "did you mean 'contract'?" in err
+
+
+def test_harness_list_layers_names_every_registered_layer(capsys):
+    from harness.policies.layers import layer_names
+
+    assert main(["list", "layers"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == list(layer_names())
