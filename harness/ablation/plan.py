@@ -14,7 +14,8 @@ Arms that name the same spec are played once. Layers never change a policy's sam
 stream, so every arm but the control draws the same sampling seeds on the same episode keys
 (suite, task, eval seed, sample): paired comparisons on common random numbers. Both runs go
 through `harness.runner.run` (the one episode engine) into the one store, and resume like
-`harness run`: rerunning the same ablation plays only what is missing.
+`harness run`: rerunning the same ablation plays only what is missing. Every arm wraps the
+same base policy object (`arm_policies`), so a local model is loaded once.
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ from typing import Any
 
 from harness.config import RunConfig
 from harness.core import ConfigError
-from harness.policies.layered import HARNESS_OPTIONS, layered_spec, split_layered_spec
+from harness.policies import Policy, make_policy
+from harness.policies.layered import (HARNESS_OPTIONS, LayeredPolicy, layered_spec,
+                                      split_layered_spec)
 from harness.policies.layers import check_layer_names
 from harness.policies.specs import BACKEND_OPTIONS
 from harness.runner import RunSummary, run
 
-__all__ = ["VARIANTS", "AblationConfig", "Arm", "AblationPlan", "plan_ablation", "play_ablation"]
+__all__ = ["VARIANTS", "AblationConfig", "Arm", "AblationPlan", "plan_ablation", "arm_policies",
+           "play_ablation"]
 
 VARIANTS = ("both", "off", "on")
 """Which one-layer variants an ablation plays: one-layer-off, one-layer-on, or both."""
@@ -148,11 +152,25 @@ def plan_ablation(config: AblationConfig) -> AblationPlan:
     return AblationPlan(config, out, base_run, control_run)
 
 
+def arm_policies(plan: AblationPlan) -> dict[str, Policy]:
+    """Every arm's policy by spec, all wrapping one policy built once from the base (one
+    model loaded, not one per arm)."""
+    inner_spec = _base_parts(plan.config.base)[0]
+    inner = make_policy(inner_spec)
+    policies: dict[str, Policy] = {}
+    for arm in plan.arms:
+        split = split_layered_spec(arm.spec, BACKEND_OPTIONS)
+        policies[arm.spec] = inner if split is None else \
+            LayeredPolicy(arm.spec, inner, split.options)
+    return policies
+
+
 def play_ablation(plan: AblationPlan, *,
                   on_plan: Callable[[int, int], None] | None = None,
                   on_episode: Callable[[Any], None] | None = None
                   ) -> tuple[RunSummary, RunSummary]:
-    """Play (or resume) both runs of `plan` with `harness.runner.run`."""
-    main = run(plan.main, on_plan=on_plan, on_episode=on_episode)
-    control = run(plan.control, on_plan=on_plan, on_episode=on_episode)
-    return main, control
+    """Play (or resume) both runs of `plan` with `harness.runner.run` (`arm_policies`)."""
+    built = arm_policies(plan)
+    return tuple(run(config, policies=[built[spec] for spec in config.policies],
+                     on_plan=on_plan, on_episode=on_episode)
+                 for config in (plan.main, plan.control))

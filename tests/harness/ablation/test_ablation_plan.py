@@ -3,7 +3,7 @@
 import pytest
 
 from harness.ablation.analysis import analyse_ablation, layer_activity
-from harness.ablation.plan import AblationConfig, plan_ablation
+from harness.ablation.plan import AblationConfig, arm_policies, plan_ablation
 from harness.ablation.report import ablation_latex, ablation_markdown, summary_lines
 from harness.config import make_run_config
 from harness.core import ConfigError, UnknownNameError
@@ -35,6 +35,15 @@ def test_arms_switch_each_layer_off_and_on_and_keep_the_bases_own_layers(tmp_pat
     main_id, control_id = plan.run_ids
     assert main_id != control_id and {a.run_id for a in plan.arms} == {main_id, control_id}
     assert plan.main.n_tasks == plan.control.n_tasks == 4  # the same episode keys
+
+
+def test_every_arm_wraps_one_base_policy_built_once(tmp_path):
+    plan = plan_ablation(_config(tmp_path, "noop:empty"))
+    policies = arm_policies(plan)
+    assert set(policies) == {arm.spec for arm in plan.arms}
+    base = policies["noop:empty"]  # the no-layers arm is the base itself
+    assert all(p is base or p.inner is base for p in policies.values())
+    assert {p.id for p in policies.values()} == set(policies)
 
 
 def test_variants_and_run_ids(tmp_path):
