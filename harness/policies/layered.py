@@ -37,6 +37,8 @@ __all__ = ["CHARS_PER_TOKEN", "HARNESS_OPTIONS", "LayeredPolicy", "LayeredSpec",
 CHARS_PER_TOKEN = 3.0
 """Characters per token of the estimate used when the policy cannot count tokens (the model
 options' ``chars_per_token`` default)."""
+MAX_COUNTED_TEXTS = 4096
+"""Distinct layer texts whose token counts a policy remembers."""
 HARNESS_OPTIONS = tuple(f.name for f in fields(LayerOptions))
 _HINTS = typing.get_type_hints(LayerOptions)
 
@@ -123,6 +125,7 @@ class LayeredPolicy:
         base_key = getattr(inner, "rng_key", None) or inner.id
         self.rng_key = f"{base_key}#stream{options.stream}" if options.stream else base_key
         """The episode RNG's identity: the wrapped policy's, whatever the layers."""
+        self._counted: dict[str, int] = {}
 
     @property
     def train_seed(self) -> int | None:
@@ -140,17 +143,26 @@ class LayeredPolicy:
         return getattr(self.inner, "scaffold", None)
 
     def count_tokens(self, text: str) -> int:
-        """Prompt tokens `text` adds: the model's count when its backend counts tokens."""
+        """Prompt tokens `text` adds: the model's count when its backend counts tokens
+        (remembered per text: a layer's text repeats from turn to turn)."""
+        known = self._counted.get(text)
+        if known is not None:
+            return known
+        counted = math.ceil(len(text) / CHARS_PER_TOKEN)
         counter = getattr(getattr(self.inner, "backend", None), "count_tokens", None)
         if counter is not None and text:
             with_text = counter([{"role": "user", "content": text}])
             without = counter([{"role": "user", "content": ""}])
             if with_text is not None and without is not None:
-                return max(0, with_text - without)
-        return math.ceil(len(text) / CHARS_PER_TOKEN)
+                counted = max(0, with_text - without)
+        if len(self._counted) < MAX_COUNTED_TEXTS:
+            self._counted[text] = counted
+        return counted
 
     def _guided(self, context: EpisodeContext) -> tuple[EpisodeContext, dict[str, dict]]:
+        """The context the policy sees this turn (with the guide layers' text) and the log."""
         log: dict[str, dict] = {}
+        added: list[str] = []
         instructions, notes = [context.instructions] if context.instructions else [], []
         for layer in self.layers:
             guidance = layer.guide(context)
@@ -160,12 +172,13 @@ class LayeredPolicy:
                     instructions.append(guidance.instructions)
                 if guidance.note:
                     notes.append(guidance.note)
+                added.append(layer.spec.name)
                 entry["tokens"] = self.count_tokens(
                     "\n\n".join(t for t in (guidance.instructions, guidance.note) if t))
                 if guidance.detail:
                     entry["detail"] = guidance.detail
             log[layer.spec.name] = entry
-        if len(instructions) == bool(context.instructions) and not notes:
+        if not added:
             return context, log
         return replace(context, instructions="\n\n".join(instructions),
                        notes=context.notes + tuple(notes)), log
