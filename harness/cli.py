@@ -286,7 +286,7 @@ BENCHES = {
     "stats": "harness.bench:stats_report",
     "report": "harness.report.bench:report_report",
     "signals": "harness.signal_eval.bench:signals_report",
-    "llm": "harness.serve.bench:llm_report",
+    "llm": "harness.serve.bench_models:llm_report",
     "env": "harness.env_bench:env_report",
     "train": "harness.train.bench:train_report",
     "ray": "harness.executors.bench:ray_report",

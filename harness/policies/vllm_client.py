@@ -158,8 +158,8 @@ class VLLMWorker:
                 self._check_alive()
                 raise VLLMWorkerError(self._failure("closed the connection")) from None
         if not reply.get("ok"):
-            raise VLLMWorkerError(f"vLLM worker: {reply.get('error', 'failed')} "
-                                  f"(log: {self.log_path})")
+            raise VLLMWorkerError(f"vLLM worker: {reply.get('error', 'failed')}; its "
+                                  f"traceback ends:\n{reply.get('trace', '')}")
         return reply
 
     def weights_file(self) -> Path:

@@ -125,8 +125,10 @@ def serve(address: str, authkey: bytes) -> None:
                 try:
                     reply = {"ok": True, **worker.answer(request)}
                 except Exception as error:  # reported to the client, which raises it
-                    traceback.print_exc()
-                    reply = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+                    trace = traceback.format_exc()
+                    print(trace, file=sys.stderr, flush=True)
+                    reply = {"ok": False, "error": f"{type(error).__name__}: {error}",
+                             "trace": "\n".join(trace.splitlines()[-12:])}
                 conn.send(reply)
 
 

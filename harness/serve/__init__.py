@@ -28,7 +28,11 @@ def check_port(port: int) -> int:
 def serve_parser_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `harness serve`."""
     parser.add_argument("--model", required=True,
-                        help="hf:PATH, checkpoint:PATH, a model directory, or echo (no model)")
+                        help="hf:PATH, checkpoint:PATH, vllm:PATH, a model directory, or echo "
+                             "(no model)")
+    parser.add_argument("--engine", choices=("hf", "vllm"), default="hf",
+                        help="what runs a model directory given without a prefix: "
+                             "transformers (hf) or vLLM (vllm: --model vllm:PATH)")
     parser.add_argument("--name", help="model id clients send (default: the directory name)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
@@ -84,7 +88,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from harness.serve.engines import build_engine
 
     settings = _settings(args)
-    engine = build_engine(args.model, name=args.name, max_batch=args.max_batch,
+    model = args.model
+    if args.engine == "vllm" and model != "echo" and ":" not in model:
+        model = f"vllm:{model}"
+    engine = build_engine(model, name=args.name, max_batch=args.max_batch,
                           wait_s=args.batch_wait_ms / 1000, threads=args.threads)
     app = create_app(engine, settings)
     print(f"harness serve: {engine.name} on http://{args.host}:{args.port}/v1", file=sys.stderr,

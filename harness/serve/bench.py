@@ -39,7 +39,7 @@ from harness.core import HarnessError
 from harness.runner import run_async
 from harness.store import Store
 
-__all__ = ["LLMBench", "bench_llm", "llm_report", "report_lines", "free_port",
+__all__ = ["LLMBench", "bench_llm", "report_lines", "free_port",
            "serve_process"]
 
 
@@ -208,11 +208,6 @@ def bench_llm(concurrency: int = 256, latency_ms: float = 500.0, steps: int = 30
             bare = client_bare if client == "openai" else bare
     return LLMBench(concurrency, latency_ms / 1000, episodes, bare, tuple(runs),
                     os.getloadavg()[0])
-
-
-def llm_report(args: Any) -> list[str]:
-    """Lines of `harness bench llm` (256 concurrent episodes, 500 ms injected latency)."""
-    return report_lines(bench_llm(concurrency=256, latency_ms=500.0))
 
 
 def report_lines(result: LLMBench) -> list[str]:

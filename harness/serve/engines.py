@@ -1,4 +1,5 @@
-"""What `harness serve` serves: a local model (``hf:PATH`` / ``checkpoint:PATH``) or ``echo``.
+"""What `harness serve` serves: a local model (``hf:PATH`` / ``checkpoint:PATH`` on
+transformers, ``vllm:PATH`` on vLLM) or ``echo``.
 
 ``echo`` runs no model: a chat reply is the last message's text, a completion is the prompt,
 both cut to ``max_tokens`` characters (one "token" per character) and at the first stop
@@ -160,10 +161,18 @@ class LocalEngine:
 
 def build_engine(spec: str, *, name: str | None = None, max_batch: int = 16,
                  wait_s: float = 0.002, threads: int | None = None) -> Engine:
-    """``echo``, ``hf:PATH``, ``checkpoint:PATH`` or a bare model directory."""
+    """``echo``, ``hf:PATH``, ``checkpoint:PATH``, ``vllm:PATH`` (vLLM's engine in its
+    worker process) or a bare model directory."""
     if spec == "echo":
         return EchoEngine(name or "echo")
     backend, _, target = spec.partition(":")
+    if backend == "vllm" and target:
+        from harness.policies.specs import ModelOptions
+        from harness.policies.vllm_backend import VLLMEngine
+
+        engine = VLLMEngine(target, ModelOptions(max_batch=max_batch))
+        return LocalEngine(engine, name=name or Path(target).name, aliases=(spec, target),
+                           max_batch=max_batch, wait_s=wait_s)
     if backend not in ("hf", "checkpoint") or not target:
         backend, target = "hf", spec
     from harness.policies.hf import LocalModel

@@ -26,7 +26,7 @@ from harness.records import StepRecord  # noqa: F401 - re-exported type of the e
 from tasks.base import StepResult, SuiteBase, TaskSpec, get_suite, register_suite
 
 __all__ = ["BENCH_SUITE", "first_move_reward", "FirstMoveSuite", "TrainBench",
-           "bench_train", "train_report"]
+           "RolloutEngineRun", "bench_train", "bench_rollout_engines", "train_report"]
 
 BENCH_SUITE = "bench-frozenlake-first-move"
 BASE_SUITE = "frozenlake-random@1"
@@ -105,31 +105,56 @@ class TrainBench:
         return self.ours_tokens_per_s / self.trl_tokens_per_s
 
 
+@dataclass(frozen=True)
+class RolloutEngineRun:
+    """Sampling throughput of one rollout engine over the timed updates: sampled tokens per
+    second of generation time (`collect`'s ``generate_s``), and whole updates."""
+
+    engine: str
+    sampled_tokens: int
+    generate_s: float
+    update_tokens_per_s: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.sampled_tokens / self.generate_s
+
+
 def _ours_config(tmp: Path, model_dir: Path, prompts: int, group: int, updates: int,
-                 max_new_tokens: int, lr: float) -> Any:
+                 max_new_tokens: int, lr: float, engine: str = "hf") -> Any:
     from harness.train.config import GRPOConfig, TrainConfig, make_train_config
 
     return make_train_config({
-        "name": "bench", "suite": f"{BENCH_SUITE}@1", "updates": updates,
+        "name": f"bench-{engine}", "suite": f"{BENCH_SUITE}@1", "updates": updates,
         "out_dir": str(tmp / "ours"), "db": str(tmp / "bench.db"), "transitions_every": 0,
         "model": {"source": str(model_dir), "chat_template": "model"},
-        "rollout": {"tasks_per_update": prompts, "group_size": group,
+        "rollout": {"tasks_per_update": prompts, "group_size": group, "engine": engine,
                     "max_new_tokens": max_new_tokens, "temperature": 1.0},
         "optim": {"lr": lr, "micro_batch": prompts * group, "grad_clip": 1.0},
     }, TrainConfig(algorithm=GRPOConfig(kl_coef=0.0, clip_low=0.2, clip_high=0.2)))
 
 
-def _run_ours(config: Any) -> tuple[float, float]:
+def _run_ours(config: Any) -> tuple[float, float, RolloutEngineRun]:
     from harness.train.trainer import Trainer
 
     trainer = Trainer(config, 0)
-    trainer.prepare()
-    trainer.update()  # warm-up, not timed
-    tokens, started = 0, time.perf_counter()
-    while trainer.step < config.updates:
-        result = trainer.update()
-        tokens += sum(len(t.prompt_ids) + len(t.response_ids) for t in result.batch.transitions)
-    return tokens, time.perf_counter() - started
+    try:
+        trainer.prepare()
+        trainer.update()  # warm-up, not timed
+        tokens, sampled, generate_s, started = 0, 0, 0.0, time.perf_counter()
+        while trainer.step < config.updates:
+            result = trainer.update()
+            tokens += sum(len(t.prompt_ids) + len(t.response_ids)
+                          for t in result.batch.transitions)
+            sampled += int(result.metrics["sampled_tokens"])
+            generate_s += result.batch.stats["generate_s"]
+        elapsed = time.perf_counter() - started
+    finally:
+        close = getattr(trainer.engine, "close", None)
+        if close is not None:
+            close()
+    run = RolloutEngineRun(config.rollout.engine, sampled, generate_s, tokens / elapsed)
+    return tokens, elapsed, run
 
 
 def _bench_prompts(n: int) -> list[dict[str, Any]]:
@@ -198,14 +223,56 @@ def bench_train(*, prompts: int = 8, group: int = 8, updates: int = 6, max_new_t
         model_dir = make_tiny_model(tmp / "model", seed=0)
         trl_tokens, trl_s = _run_trl(tmp, model_dir, prompts, group, updates, max_new_tokens, lr)
         config = _ours_config(tmp, model_dir, prompts, group, updates, max_new_tokens, lr)
-        ours_tokens, ours_s = _run_ours(config)
+        ours_tokens, ours_s, _ = _run_ours(config)
     return TrainBench(updates - 1, prompts * group, ours_tokens / ours_s, trl_tokens / trl_s,
                       ours_s, trl_s)
 
 
+def bench_rollout_engines(*, prompts: int = 8, group: int = 8, updates: int = 6,
+                          max_new_tokens: int = 8, lr: float = 1e-4,
+                          engines: tuple[str, ...] = ("hf", "vllm")) -> list[RolloutEngineRun]:
+    """The same GRPO work as `bench_train` with each rollout engine, in this run."""
+    from harness.policies.tiny import make_tiny_model
+
+    if f"{BENCH_SUITE}@1" not in __import__("tasks").suite_ids():
+        register_suite(BENCH_SUITE, 1, FirstMoveSuite)
+    runs = []
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        model_dir = make_tiny_model(tmp / "model", seed=0)
+        for engine in engines:
+            config = _ours_config(tmp, model_dir, prompts, group, updates, max_new_tokens, lr,
+                                  engine)
+            runs.append(_run_ours(config)[2])
+    return runs
+
+
+def rollout_engine_lines(runs: list[RolloutEngineRun]) -> list[str]:
+    base = next(r for r in runs if r.engine == "hf")
+    lines = ["rollout engines, the same GRPO work in this run (sampled tokens per second of "
+             "generation; whole updates beside)"]
+    for run in runs:
+        ratio = "(baseline)" if run is base else \
+            f"ratio to hf {run.tokens_per_s / base.tokens_per_s:.2f}"
+        lines.append(f"  rollout.engine = {run.engine:5s}: {run.tokens_per_s:8.0f} sampled "
+                     f"tokens/s  {ratio}; updates {run.update_tokens_per_s:.0f} tokens/s")
+    return lines
+
+
 def train_report(args: Any) -> list[str]:
-    """Lines of `harness bench train`."""
-    result = bench_train()
+    """Lines of `harness bench train`: against TRL, then (where vLLM is installed) vLLM
+    rollouts against transformers rollouts."""
+    from harness.policies.vllm_client import VLLMUnavailableError, check_vllm
+
+    lines = _trl_lines(bench_train())
+    try:
+        check_vllm()
+    except VLLMUnavailableError as error:
+        return [*lines, f"rollout engines: vllm not measured ({error})"]
+    return [*lines, *rollout_engine_lines(bench_rollout_engines())]
+
+
+def _trl_lines(result: TrainBench) -> list[str]:
     return [f"GRPO on the same tiny Qwen2 (random init), {result.samples_per_update} samples "
             f"per update (8 prompts x group 8), 8 new tokens, {result.updates} timed updates",
             f"  TRL GRPOTrainer      : {result.trl_tokens_per_s:10.0f} tokens/s "

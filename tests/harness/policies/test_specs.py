@@ -104,6 +104,7 @@ def test_openai_policy_needs_no_torch(monkeypatch):
 ])
 def test_missing_packages_name_the_extra(monkeypatch, tmp_path, module, spec, extra):
     (tmp_path / "config.json").write_text("{}")  # looks like a model directory
+    monkeypatch.delenv("HARNESS_VLLM_PYTHON", raising=False)  # vLLM: this interpreter's
     spec = spec.replace("TINY", str(tmp_path))
     monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
     if spec.startswith("checkpoint"):
@@ -113,58 +114,3 @@ def test_missing_packages_name_the_extra(monkeypatch, tmp_path, module, spec, ex
         spec = f"checkpoint:{tmp_path}"
     with pytest.raises(MissingDependencyError, match=rf"agent-rl-harness\[{extra}\]"):
         make_model_policy(spec)
-
-
-def test_vllm_backend_calls_the_documented_offline_api(monkeypatch):
-    """vLLM cannot run here; a stand-in module records how the backend calls it."""
-    calls = {}
-
-    class Logprob:
-        def __init__(self, logprob, rank, token):
-            self.logprob, self.rank, self.decoded_token = logprob, rank, token
-
-    class Tokenizer:
-        def apply_chat_template(self, messages, tokenize, add_generation_prompt):
-            assert tokenize is False and add_generation_prompt is True
-            return "|".join(m["content"] for m in messages)
-
-        def __call__(self, text, add_special_tokens):
-            return types.SimpleNamespace(input_ids=[ord(c) for c in text])
-
-    class LLM:
-        def __init__(self, **kwargs):
-            calls["init"] = kwargs
-
-        def get_tokenizer(self):
-            return Tokenizer()
-
-        def generate(self, prompts, params, use_tqdm):
-            calls["generate"] = (prompts, params, use_tqdm)
-            step = {7: Logprob(-0.5, 1, "a"), 9: Logprob(-1.5, 2, "b")}
-            output = types.SimpleNamespace(text="<action>Up</action>", token_ids=[7],
-                                           finish_reason="stop", logprobs=[step])
-            return [types.SimpleNamespace(outputs=[output]) for _ in prompts]
-
-    fake = types.SimpleNamespace(LLM=LLM, SamplingParams=lambda **kw: kw, __version__="x")
-    monkeypatch.setitem(sys.modules, "vllm", fake)
-    import asyncio
-
-    import numpy as np
-
-    from harness.policies.base import EpisodeContext
-    from tasks import get_suite
-
-    policy = make_model_policy("vllm:/models/m?context=2048&logprobs=1&top_logprobs=2")
-    assert calls["init"]["model"] == "/models/m" and calls["init"]["max_model_len"] == 2048
-    suite = get_suite("frozenlake@1")
-    task = suite.tasks("test")[0]
-    env = suite.make_env(task.id)
-    obs, info = env.reset(seed=0)
-    context = EpisodeContext(suite.id, task, {}, env, np.random.default_rng(0), obs, info)
-    decision = asyncio.run(policy.act(context))
-    prompts, params, use_tqdm = calls["generate"]
-    assert use_tqdm is False and "prompt_token_ids" in prompts[0]
-    assert params[0]["logprobs"] == 2 and params[0]["temperature"] == 0.0
-    assert params[0]["max_tokens"] == 256 and isinstance(params[0]["seed"], int)
-    assert decision.action == "Up" and decision.logprobs == (-0.5,)
-    assert decision.completion_tokens == 1
