@@ -48,6 +48,23 @@ def _completion(output: Any, want_logprobs: bool, top_n: int) -> dict[str, Any]:
             "finish_reason": output.finish_reason or "stop", "logprobs": logprobs, "top": top}
 
 
+def _retie_output_layer(model: Any) -> None:
+    """With tied embeddings the output layer is the embedding's weight, which the checkpoint
+    holds once (and vLLM skips ``lm_head.*``): after a reload, point it at the embedding's
+    reloaded weight again and redo its post-load processing (on the CPU, the packed copy its
+    matrix product reads), or the logits keep the old weights."""
+    config = getattr(model, "config", None)
+    text = getattr(config, "get_text_config", lambda: config)()
+    lm_head = getattr(model, "lm_head", None)
+    embed = getattr(getattr(model, "model", None), "embed_tokens", None)
+    if not getattr(text, "tie_word_embeddings", False) or lm_head is None or embed is None:
+        return
+    lm_head.weight = embed.weight
+    method = getattr(lm_head, "quant_method", None)
+    if method is not None and hasattr(method, "process_weights_after_loading"):
+        method.process_weights_after_loading(lm_head)
+
+
 class Worker:
     def __init__(self) -> None:
         self.llm: Any = None
@@ -92,6 +109,7 @@ class Worker:
         weights = load_file(path)
         self.llm.collective_rpc("reload_weights",
                                 kwargs={"weights_iterator": iter(weights.items())})
+        self.llm.apply_model(_retie_output_layer)
         self.llm.reset_prefix_cache()
         return {"tensors": len(weights)}
 
