@@ -1,7 +1,6 @@
 """Model policy specs, registration, and the missing-dependency errors of each backend."""
 
 import sys
-import types
 
 import pytest
 from hypothesis import given, settings
