@@ -49,6 +49,12 @@ _UV = "python3 -m pip install -q uv==0.8.15"
 """uv as the t-bench images carry it (from PyPI, at build time through the registries egress):
 solutions that fetch uv's installer from astral.sh, outside the registries, find it on PATH."""
 _T_BENCH_PACKAGES = ("asciinema", "procps", "tmux")
+_T_BENCH_PYTHON_PACKAGES = ("procps", "tmux")
+_ASCIINEMA = "python3 -m pip install -q asciinema==2.4.0"
+"""asciinema (Debian 13's version) from PyPI on the python image: Debian's package would keep
+Debian's Python libraries it needs (pkg-resources, typing-extensions, ...) on the image's
+Python, where pip cannot upgrade them (they have no RECORD) and `pip install transformers`
+fails; the image's own Python has no Debian library."""
 _PYTHON_PACKAGES = ("python3-dev",)
 """The python image's headers (``Python.h``): its tasks build C extensions against them."""
 
@@ -80,8 +86,8 @@ def _python(version: str, suite: str, python: str) -> BaseImage:
 
 BASE_IMAGES = (
     BaseImage("t-bench/python-3-13", r"ghcr\.io/laude-institute/t-bench/python-3-13(:.*)?",
-              "trixie", "/app", _T_BENCH_PACKAGES + _PYTHON_PACKAGES,
-              f"{_PYTHON_IMAGE} && {_UV}",
+              "trixie", "/app", _T_BENCH_PYTHON_PACKAGES + _PYTHON_PACKAGES,
+              f"{_PYTHON_IMAGE} && {_ASCIINEMA} && {_UV}",
               "t-bench python-3-13 emulated: Debian 13's Python 3.13 laid out as the python "
               "image, WORKDIR /app, uv 0.8.15, tmux, asciinema, procps"),
     BaseImage("t-bench/ubuntu-24-04", r"ghcr\.io/laude-institute/t-bench/ubuntu-24-04(:.*)?",

@@ -179,7 +179,7 @@ def _translate_run(run: str, packages: list[str], notes: list[str]) -> str:
             _check_pip(run)
         if _NETWORK_TOOLS.search(" " + run):
             _outside_sources(run, notes)
-        for match in re.finditer(r"apt(?:-get)?\s+install\s+([^;&|]*)", run):
+        for match in re.finditer(r"apt(?:-get)?\s+(?:-\S+\s+)*install\s+([^;&|]*)", run):
             packages += [w.split("=")[0] for w in shlex.split(match.group(1))
                          if not w.startswith("-")]
         return run
@@ -188,7 +188,8 @@ def _translate_run(run: str, packages: list[str], notes: list[str]) -> str:
         apt = _APT.match(part)
         pip = _PIP.match(part)
         if apt:
-            words = shlex.split(apt.group(1))
+            words = [w for w in shlex.split(apt.group(1))
+                     if not w.startswith("-")]  # options may come before the command
             if words and words[0] in ("install",):
                 names = [w for w in words[1:] if not w.startswith("-")]
                 if any("=" in n for n in names):

@@ -102,6 +102,14 @@ def test_run_parts_pip_and_compound_commands(tmp_path):
     assert workdir == "/" and any("from PyPI at build time" in n for n in notes)
 
 
+def test_apt_options_before_install_still_name_the_packages(tmp_path):
+    packages, steps, _, _ = translate_dockerfile(
+        "FROM python:3.13-slim\nRUN apt-get update && apt-get -y install man-db\n"
+        "RUN for i in 1; do apt-get -q -y install bc; done\n", tmp_path)
+    assert packages == ["bc", "man-db"]  # terminal-bench-core new-encrypt-command's form
+    assert [s.kind for s in steps] == ["from", "run"]
+
+
 def test_harbors_default_public_network_is_given_as_the_registries(tmp_path):
     task = load_task(make_tb2(tmp_path, toml_extra="[environment]\nallow_internet = true\n"))
     assert (task.unsupported, task.network) == (None, "registries")
