@@ -45,6 +45,7 @@ if os.environ.get("TERMINAL_BENCH_TASKS"):
 # needs the sandbox and desktop-env (--no-deps); without them `harness list` marks it unavailable
 register_suite("osworld-files", 1, "tasks.osworld:OSWorldFilesSuite")
 register_suite("appworld-lite", 2, "tasks.appworld:AppWorldLiteSuite")
+register_suite("appworld-lite", 3, "tasks.appworld:AppWorldLiteSuiteV3")  # + scope templates
 from tasks.appworld.official import official_available as _appworld_available  # noqa: E402
 if _appworld_available() is None:  # PyPI appworld (its own venv) and APPWORLD_ROOT data
     register_suite("appworld", 1, "tasks.appworld.official:AppWorldOfficialSuite")

@@ -113,16 +113,39 @@ class Answerability:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """What a suite declares about one task for the scope metrics (`harness.stats.scope`):
+    `entries`, the entries the instruction ranges over (near-identical records, e.g. notes),
+    each id mapped to whether the instruction's constraint covers it (in scope), and
+    `subgoals`, the task's per-app sub-goals (each ``"app: what"``). The env says on the step
+    that ends the episode which entries it acted on and which sub-goals it reached:
+    ``info["scope"] = {"entries": {id: in_scope}, "acted": [ids]}`` and
+    ``info["subgoals"] = {name: reached}`` (the declaration repeated, so a stored episode
+    carries it)."""
+
+    entries: Mapping[str, bool]
+    subgoals: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.entries or not any(self.entries.values()) or not self.subgoals:
+            raise ValueError("Scope needs entries with at least one in scope and at least "
+                             "one sub-goal")
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """One task of a suite. `metadata` holds suite-specific parameters (map size, ...);
     `answerability` is declared where the suite tells feasible tasks from those whose right
-    act is to abstain (None: not declared, the task stays out of the abstention metrics)."""
+    act is to abstain (None: not declared, the task stays out of the abstention metrics);
+    `scope` where the task ranges over entries some of which its constraint excludes, with
+    per-app sub-goals (None: not declared, the task stays out of the scope metrics)."""
 
     id: str
     split: str
     task_type: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
     answerability: Answerability | None = None
+    scope: Scope | None = None
 
 
 COMPONENTS = ("engine", "tasks", "grader", "protocol", "data")

@@ -1,6 +1,6 @@
-"""AppWorld: ``appworld-lite@2`` (AppWorld's protocol and grading on project-written apps)
+"""AppWorld: ``appworld-lite@2`` and ``@3`` (AppWorld's protocol and grading on project-written apps)
 and an adapter for the official engine (`tasks.appworld.official`, for users with its data)."""
 
-from tasks.appworld.suite import AppWorldLiteSuite
+from tasks.appworld.suite import AppWorldLiteSuite, AppWorldLiteSuiteV3
 
-__all__ = ["AppWorldLiteSuite"]
+__all__ = ["AppWorldLiteSuite", "AppWorldLiteSuiteV3"]

@@ -9,7 +9,9 @@ shell; here each cell is a fresh process, so open files, sockets and generators 
 A cell that is not valid Python is invalid and changes nothing. The grader compares the
 world's database before and after (`tasks.appworld.grading`). The lifecycle, snapshots and
 the command log (``info["commands"]``: each cell's code and raw output) are
-`tasks.sandboxed_env.SandboxedEnv`'s.
+`tasks.sandboxed_env.SandboxedEnv`'s. A task that declares its scope (`tasks.base.Scope`)
+reports on the graded step the entries the episode acted on (``info["scope"]``) and the
+sub-goals it reached (``info["subgoals"]``), as `tasks.base.Scope` describes.
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ from typing import Any
 
 from harness.core import make_rng
 from tasks.appworld.apps import APP_DESCRIPTIONS
-from tasks.appworld.grading import Expectation, grade
+from tasks.appworld.grading import Expectation, acted_entries, grade, subgoals_reached
 from tasks.appworld.server import CLIENT_DIR, SOCKET_DIR, ApiServer, client_files
 from tasks.appworld.world import NOW
-from tasks.base import StepResult
+from tasks.base import Scope, StepResult
 from tasks.sandbox import BASE_RECIPE, Bind, CommandResult, Limits, Sandbox, build_rootfs
 from tasks.sandboxed_env import SandboxedEnv
 
@@ -68,9 +70,10 @@ class AppWorldLiteEnv(SandboxedEnv):
     free_form_actions = True
 
     def __init__(self, instruction: str, world: bytes, solution: str, expectation: Expectation,
-                 limits: Limits = Limits(wall_s=CELL_TIMEOUT_S)):
+                 limits: Limits = Limits(wall_s=CELL_TIMEOUT_S), *, scope: Scope | None = None):
         super().__init__()
         self.instruction, self.solution, self.expectation = instruction, solution, expectation
+        self.scope = scope
         self._world, self.limits = world, limits
         self._server: ApiServer | None = None
         self._start: sqlite3.Connection | None = None
@@ -138,7 +141,20 @@ class AppWorldLiteEnv(SandboxedEnv):
         tests = self.tests()
         score = 1.0 if all(ok for _, ok in tests) else 0.0
         return StepResult(obs, score, terminated, truncated and not terminated,
-                          self._info(score, invalid=invalid, tests=tests))
+                          {**self._info(score, invalid=invalid, tests=tests),
+                           **self.scope_info()})
+
+    def scope_info(self) -> dict[str, Any]:
+        """``scope`` (declared entries, those acted on) and ``subgoals`` (each reached or
+        not) on the world's current state; empty when the task declares no scope."""
+        if self.scope is None:
+            return {}
+        assert self._server is not None and self._start is not None
+        with self._server.lock:
+            acted = acted_entries(self._start, self._server.db, self.scope.entries)
+            reached = subgoals_reached(self._start, self._server.db, self.expectation)
+        return {"scope": {"entries": dict(self.scope.entries), "acted": acted},
+                "subgoals": {goal: reached[goal] for goal in self.scope.subgoals}}
 
     def tests(self) -> list[tuple[str, bool]]:
         """The grader's requirement tests on the world's current state."""

@@ -131,3 +131,55 @@ def _no_collateral(diff: Diff, expectation: Expectation) -> bool:
             if i not in updates or not changed <= set(updates[i]):
                 return False
     return True
+
+
+APP_TABLES = {"simple_note": ("note",), "phone": ("contact", "message"),
+              "venmo": ("wallet", "payment", "payment_request")}
+"""The tables each app owns: an app's sub-goal is the expected changes to its tables."""
+
+
+def app_subgoals(expectation: Expectation) -> tuple[str, ...]:
+    """The per-app sub-goals of a task, ``"<app>: expected changes made"`` for each app whose
+    tables the expectation changes (in `APP_TABLES` order)."""
+    tables = set(expectation.added) | set(expectation.updated) | set(expectation.removed)
+    return tuple(f"{app}: expected changes made" for app, owned in APP_TABLES.items()
+                 if tables & set(owned))
+
+
+def subgoals_reached(start: sqlite3.Connection, end: sqlite3.Connection,
+                     expectation: Expectation) -> dict[str, bool]:
+    """Each sub-goal of `app_subgoals` and whether it is reached: every expected change to
+    the app's tables is there (the grader's per-table tests; collateral changes are the scope
+    metric's and the grader's business, not a sub-goal's)."""
+    diff = diff_worlds(start, end)
+    passed: dict[str, bool] = {}
+    for table, wanted in expectation.added.items():
+        passed[table] = passed.get(table, True) and _added_ok(diff.added[table], wanted)
+    for table, by_id in expectation.updated.items():
+        ok = all(i in diff.updated[table] and _matches(diff.updated[table][i][1], fields)
+                 for i, fields in by_id.items())
+        passed[table] = passed.get(table, True) and ok
+    for table, ids in expectation.removed.items():
+        passed[table] = passed.get(table, True) and set(ids) <= set(diff.removed[table])
+    return {goal: all(ok for table, ok in passed.items() if table in APP_TABLES[app])
+            for goal, app in ((g, g.split(":")[0]) for g in app_subgoals(expectation))}
+
+
+def acted_entries(start: sqlite3.Connection, end: sqlite3.Connection,
+                  entries: Mapping[str, bool]) -> list[str]:
+    """The entries (ids ``"<table>:<row id>"``) the episode acted on: the row was updated or
+    removed; for a ``contact`` entry also a text message sent to its phone number. Sorted."""
+    diff = diff_worlds(start, end)
+    texted = {row["phone_number"] for row in diff.added.get("message", {}).values()}
+    acted = []
+    for entry in entries:
+        table, _, row_id = entry.partition(":")
+        i = int(row_id)
+        touched = i in diff.updated.get(table, {}) or i in diff.removed.get(table, {})
+        if table == "contact" and not touched:
+            phone = start.execute("SELECT phone_number FROM contact WHERE id=?",
+                                  (i,)).fetchone()
+            touched = phone is not None and phone[0] in texted
+        if touched:
+            acted.append(entry)
+    return sorted(acted)

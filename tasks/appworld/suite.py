@@ -7,14 +7,19 @@ environment; this suite keeps AppWorld's action protocol (Python cells calling
 database-diff grading (expected changes made, no collateral changes) over five small
 SQLite-backed apps (`tasks.appworld.apps`) and seeded worlds. Task type = difficulty level.
 Version 2: access tokens are issued by login and bound to the episode (version 1 accepted the
-constant ``<app>-token``, so an agent could skip the login).
+constant ``<app>-token``, so an agent could skip the login). Version 3 adds the scope templates
+(`tasks.appworld.templates.SCOPE_TEMPLATES`: near-identical entries, some outside the
+instruction's constraint, with declared in-scope labels and per-app sub-goals for the scope
+metrics, `harness.stats.scope`); the nine templates of version 2 and their tasks are unchanged.
 """
 
 from __future__ import annotations
 
+import sqlite3
+
 import numpy as np
 
-from tasks.appworld.templates import TEMPLATES, Instance, Template
+from tasks.appworld.templates import SCOPE_TEMPLATES, TEMPLATES, Instance, Template
 from tasks.appworld.world import build_world
 from tasks.base import Comparability, SuiteBase, TaskSpec
 
@@ -28,10 +33,18 @@ COMPARABILITY = Comparability(
     generated_records=True)
 
 
+def task_world(template: Template, world_seed: int
+               ) -> tuple[Instance | None, sqlite3.Connection]:
+    """The task `template` makes in the world of `world_seed` (None when it does not fit) and
+    the world as the task starts (what a scope template added included)."""
+    rng = np.random.default_rng(np.random.SeedSequence([world_seed, TEMPLATES.index(template)]))
+    world = build_world(world_seed)
+    return template.build(world, rng), world
+
+
 def instance(template: Template, world_seed: int) -> Instance | None:
     """The task `template` makes in the world of `world_seed` (None when it does not fit)."""
-    rng = np.random.default_rng(np.random.SeedSequence([world_seed, TEMPLATES.index(template)]))
-    return template.build(build_world(world_seed), rng)
+    return task_world(template, world_seed)[0]
 
 
 EXPLOITS = {
@@ -55,6 +68,7 @@ class AppWorldLiteSuite(SuiteBase):
 
     name = "appworld-lite"
     version = 2
+    templates: tuple[Template, ...] = TEMPLATES[:len(TEMPLATES) - len(SCOPE_TEMPLATES)]
     description = ("AppWorld-style API tasks (Python cells calling apis.<app>.<api>, graded by "
                    "database diff: expected changes, no collateral changes) on five small "
                    "project-written apps; difficulty levels 1-3")
@@ -69,18 +83,20 @@ class AppWorldLiteSuite(SuiteBase):
 
         self.instructions = INSTRUCTIONS
         specs, self._where = [], {}
-        for template in TEMPLATES:
+        for template in self.templates:
             seed, made = 0, 0
             while made < TASKS_PER_TEMPLATE:
                 world_seed = 1000 * (TEMPLATES.index(template) + 1) + seed
                 seed += 1
-                if instance(template, world_seed) is None:
+                task = instance(template, world_seed)
+                if task is None:
                     continue
                 task_id = f"{template.name}-{made:02d}"
                 specs.append(TaskSpec(task_id, SPLIT_OF_INDEX[made],
                                       f"difficulty-{template.difficulty}",
                                       {"template": template.name, "world_seed": world_seed,
-                                       "difficulty": template.difficulty}))
+                                       "difficulty": template.difficulty},
+                                      scope=task.scope))
                 self._where[task_id] = (template, world_seed)
                 made += 1
         super().__init__(specs)
@@ -95,6 +111,17 @@ class AppWorldLiteSuite(SuiteBase):
     def make_env(self, task_id: str):
         from tasks.appworld.env import AppWorldLiteEnv
 
-        made = self.instance(task_id)
-        world = build_world(self._where[task_id][1]).serialize()
-        return AppWorldLiteEnv(made.instruction, world, made.solution, made.expectation)
+        self.task(task_id)
+        made, world = task_world(*self._where[task_id])
+        assert made is not None
+        return AppWorldLiteEnv(made.instruction, world.serialize(), made.solution,
+                               made.expectation, scope=made.scope)
+
+
+class AppWorldLiteSuiteV3(AppWorldLiteSuite):
+    """Version 2's nine templates and the two scope templates (one at difficulty 2, one at
+    3), ten seeded worlds each."""
+
+    version = 3
+    description = AppWorldLiteSuite.description + "; scope templates (near-identical entries)"
+    templates = TEMPLATES

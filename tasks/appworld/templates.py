@@ -5,6 +5,13 @@ pagination over many records, several changes; 3 = two apps joined (contacts x p
 notes x messages). Each template reads the seeded world to pick parameters (None when the
 world does not fit) and returns the reference solution as one Python program that uses only
 the APIs, and the `Expectation` the grader checks (computed from the world, host-side).
+
+Scope templates (`SCOPE_TEMPLATES`, from ``appworld-lite@3``) also set the task up: they add
+near-identical entries to the world (receipts that differ only in a tag or a date, payment
+requests that differ only in who asks or how much), some of which the instruction's
+constraint excludes, and declare them with their in-scope labels and the task's per-app
+sub-goals (`tasks.base.Scope`); the env reports which entries an episode acted on and which
+sub-goals it reached. The other templates read the world and change nothing in it.
 """
 
 from __future__ import annotations
@@ -16,8 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks.appworld.grading import Expectation
+from tasks.appworld.grading import Expectation, app_subgoals
 from tasks.appworld.world import WORDS
+from tasks.base import Scope
 
 PRELUDE = '''passwords = {a["account_name"]: a["password"]
              for a in apis.supervisor.show_account_passwords()}
@@ -42,6 +50,8 @@ class Instance:
     instruction: str
     solution: str
     expectation: Expectation
+    scope: Scope | None = None
+    """The entries with in-scope labels and the per-app sub-goals (scope templates only)."""
 
 
 @dataclass(frozen=True)
@@ -215,6 +225,92 @@ def coworker_note(db, rng):
         Expectation(added={"note": ({"title": "Coworkers", "content": content, "tags": []},)}))
 
 
+def delete_paid_receipts(db, rng):
+    """Receipts titled by date, tagged 'paid' or 'unpaid': delete the paid ones dated before
+    a cut-off (near misses: paid on or after it, unpaid before it)."""
+    cutoff = int(rng.integers(10, 20))
+    made = []
+    for _ in range(int(rng.integers(6, 9))):
+        day, paid = int(rng.integers(1, 29)), bool(rng.random() < 0.5)
+        cur = db.execute("INSERT INTO note (title, content, tags, created_at) VALUES "
+                         "(?, ?, ?, ?)", (f"Receipt 2024-04-{day:02d}",
+                                          f"{rng.choice(WORDS)} receipt",
+                                          json.dumps(["paid" if paid else "unpaid"]),
+                                          f"2024-04-{day:02d}T18:00:00"))
+        made.append((int(cur.lastrowid), paid, day < cutoff))
+    db.commit()
+    in_scope = {f"note:{i}": paid and early for i, paid, early in made}
+    if (sum(in_scope.values()) < 2 or not any(p and not e for _, p, e in made)
+            or not any(e and not p for _, p, e in made)):
+        return None
+    date = f"2024-04-{cutoff:02d}"
+    expectation = Expectation(removed={"note": frozenset(i for i, p, e in made if p and e)})
+    return Instance(
+        f"Delete every SimpleNote receipt (a note titled 'Receipt YYYY-MM-DD') that is tagged "
+        f"'paid' and dated before {date}. Keep every other note, including the other receipts.",
+        PRELUDE + "tok = login('simple_note')\nfor note in all_pages(apis.simple_note."
+        "search_notes, access_token=tok, query='Receipt ', tag='paid'):\n"
+        f"    if note['title'].startswith('Receipt ') and note['title'][8:] < {date!r}:\n"
+        "        apis.simple_note.delete_note(access_token=tok, note_id=note['id'])\n"
+        "apis.supervisor.complete_task()\n",
+        expectation, Scope(in_scope, app_subgoals(expectation)))
+
+
+DECLINED = "Sorry, I declined your payment request."
+
+
+def _add_requests(db, rng, friends: list[str], others: list[str], threshold: float) -> None:
+    """Pending requests alternately from a friend and from someone else, each above or below
+    `threshold`."""
+    for k in range(int(rng.integers(4, 7))):
+        pool = friends if k % 2 == 0 else others
+        amount = threshold + float(rng.integers(5, 40)) * (1 if rng.random() < 0.5 else -0.5)
+        db.execute("INSERT INTO payment_request (requester_email, amount, description, status, "
+                   "created_at) VALUES (?, ?, ?, 'pending', ?)",
+                   (pool[int(rng.integers(len(pool)))], amount, str(rng.choice(WORDS)),
+                    f"2024-05-{18 + k % 2:02d}T0{k}:00:00"))
+    db.commit()
+
+
+def deny_friend_requests(db, rng):
+    """Pending requests from friends and others, above and below a threshold: deny the
+    friends' requests above it and text each of those friends once (near misses: a friend
+    below the threshold, someone else above it)."""
+    contacts = _rows(db, "SELECT email, phone_number, relationship FROM contact ORDER BY id")
+    friends = {e: p for e, p, r in contacts if r == "friend"}
+    others = [e for e, _, r in contacts if r != "friend"]
+    if not friends or not others:
+        return None
+    threshold = float(rng.integers(40, 80))
+    _add_requests(db, rng, sorted(friends), others, threshold)
+    requests = _rows(db, "SELECT id, requester_email, amount FROM payment_request WHERE "
+                         "status='pending' ORDER BY id")
+    in_scope = {f"payment_request:{i}": e in friends and a > threshold for i, e, a in requests}
+    near = [(e in friends, a > threshold) for _, e, a in requests]
+    if sum(in_scope.values()) < 2 or (True, False) not in near or (False, True) not in near:
+        return None
+    chosen = [(i, e) for i, e, a in requests if in_scope[f"payment_request:{i}"]]
+    expectation = Expectation(
+        added={"message": tuple({"phone_number": p, "text": DECLINED, "direction": "sent"}
+                                for p in sorted({friends[e] for _, e in chosen}))},
+        updated={"payment_request": {i: {"status": "denied"} for i, _ in chosen}})
+    return Instance(
+        f"Deny every pending Venmo payment request of more than ${threshold:.0f} that comes "
+        "from a friend (relationship 'friend' in my phone contacts), then text each of those "
+        f"friends, once, the message '{DECLINED}'. Leave all other requests pending.",
+        PRELUDE + "ptok, vtok = login('phone'), login('venmo')\n"
+        "friends = {c['email']: c['phone_number'] for c in all_pages(apis.phone."
+        "search_contacts, access_token=ptok, relationship='friend')}\ntexted = set()\n"
+        "for r in all_pages(apis.venmo.show_payment_requests, access_token=vtok, "
+        "status='pending'):\n"
+        f"    if r['requester_email'] in friends and r['amount'] > {threshold}:\n"
+        "        apis.venmo.deny_payment_request(access_token=vtok, "
+        "payment_request_id=r['id'])\n        texted.add(friends[r['requester_email']])\n"
+        "for phone in sorted(texted):\n    apis.phone.send_text_message(access_token=ptok, "
+        f"phone_number=phone, message={DECLINED!r})\napis.supervisor.complete_task()\n",
+        expectation, Scope(in_scope, app_subgoals(expectation)))
+
+
 TEMPLATES = (
     Template("create-note", 1, create_note),
     Template("contact-phone", 1, contact_phone),
@@ -225,4 +321,9 @@ TEMPLATES = (
     Template("approve-family-requests", 3, approve_family_requests),
     Template("note-to-contacts", 3, note_to_contacts),
     Template("coworker-note", 3, coworker_note),
+    Template("delete-paid-receipts", 2, delete_paid_receipts),
+    Template("deny-friend-requests", 3, deny_friend_requests),
 )
+"""Every template; ``appworld-lite@2`` has the first nine, ``@3`` all."""
+SCOPE_TEMPLATES = TEMPLATES[9:]
+"""The templates that add near-identical entries and declare their scope (``@3``)."""
