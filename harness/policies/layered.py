@@ -9,7 +9,8 @@ layers in running order). The wrapper keeps the wrapped policy's sampling stream
 identity) whatever its layers, unless ``stream`` names another, and stores its layers'
 specs and options in the policy's provenance, so every run records them.
 
-Every turn the wrapper asks each guide layer for guidance, shows the policy its context with
+Every turn the wrapper lets the compaction layer shape the context (a summary in place of
+the earlier steps once it passes a token budget), asks each guide layer for guidance, shows the policy its context with
 that guidance added (instructions, notes), lets the review layers check the decision, and
 returns it with the per-layer log (`Decision.layers`): ``fired``, ``tokens`` (the prompt
 tokens the guidance added, counted by the model's tokenizer when its backend counts tokens,
@@ -29,14 +30,12 @@ from urllib.parse import quote, unquote_plus
 
 from harness.core import ConfigError, UnknownNameError
 from harness.policies.base import Decision, EpisodeContext, Policy
-from harness.policies.layers import Layer, LayerOptions, check_layer_names, make_layer
+from harness.policies.layers import (CHARS_PER_TOKEN, Layer, LayerOptions, check_layer_names,
+                                     make_layer)
 
 __all__ = ["CHARS_PER_TOKEN", "HARNESS_OPTIONS", "LayeredPolicy", "LayeredSpec",
            "split_layered_spec", "layered_spec"]
 
-CHARS_PER_TOKEN = 3.0
-"""Characters per token of the estimate used when the policy cannot count tokens (the model
-options' ``chars_per_token`` default)."""
 MAX_COUNTED_TEXTS = 4096
 """Distinct layer texts whose token counts a policy remembers."""
 HARNESS_OPTIONS = tuple(f.name for f in fields(LayerOptions))
@@ -183,8 +182,20 @@ class LayeredPolicy:
         return replace(context, instructions="\n\n".join(instructions),
                        notes=context.notes + tuple(notes)), log
 
+    async def _compacted(self, context: EpisodeContext
+                         ) -> tuple[EpisodeContext, dict[str, dict]]:
+        """The context after the layers that compact it (``compaction``), and their log."""
+        log: dict[str, dict] = {}
+        for layer in self.layers:
+            context, entry = await layer.compact(context, self.inner.act)
+            if entry is not None:
+                log[layer.spec.name] = entry
+        return context, log
+
     async def act(self, context: EpisodeContext) -> Decision:
-        view, log = self._guided(context)
+        view, compacted = await self._compacted(context)
+        view, log = self._guided(view)
+        log.update(compacted)
         decision = await self.inner.act(view)
 
         async def ask(note: str) -> Decision:

@@ -24,14 +24,19 @@ in the step's info (``info["layers"]``). Layers are registered and versioned lik
 - ``skills@1`` (guide): procedures retrieved from a skills store for the task
   (`harness.policies.skills`) at the first step and stated in the instructions every turn.
 
-Context compaction (summarising the history when the prompt passes a budget) is meant to be
-one more guide layer named ``compaction``: its `guide` would return the summary in place of
-the history the scaffold renders; the name is reserved (`RESERVED_LAYERS`) until it exists.
+- ``compaction@1`` (context): runs before the others and shapes the context they see. When
+  the context the policy's scaffold renders passes `LayerOptions.compact_budget` tokens, the
+  policy is asked to summarise the episode so far (the versioned summary prompt
+  `LayerOptions.compact_prompt`) and the episode continues from the summary
+  (`harness.policies.compaction`, shared with the trainer's rollouts). Its log adds the
+  step's ``segment`` and ``context_tokens``, and on a compaction the ``summary``. Tokens: the
+  summary turn's prompt and completion.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,8 +44,13 @@ from typing import Any, Protocol
 
 from harness.core import ConfigError, UnknownNameError
 from harness.policies.base import Decision, EpisodeContext, admissible
+from harness.policies.compaction import (Segments, compaction_log, over_budget, segment_view,
+                                         summary_prompt, summary_request, summary_text)
 from harness.policies.scaffold import INVALID_ACTION, parse_action, strip_reasoning
 from harness.policies.skills import load_skill_store
+
+CHARS_PER_TOKEN = 3.0
+"""Characters per token of the estimate used when the policy cannot count tokens."""
 
 __all__ = ["Guidance", "Review", "Layer", "LayerSpec", "LayerOptions", "RESERVED_LAYERS",
            "register_layer", "layer_names", "check_layer_names", "make_layer", "repair_action",
@@ -48,6 +58,8 @@ __all__ = ["Guidance", "Review", "Layer", "LayerSpec", "LayerOptions", "RESERVED
 
 Ask = Callable[[str], Awaitable[Decision]]
 """Asks the policy again for this turn's action, with one more note (the reason)."""
+Summarise = Callable[[EpisodeContext], Awaitable[Decision]]
+"""Asks the policy for one turn in the given context (the compaction layer's summary turn)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +69,7 @@ class LayerOptions:
     (the layer study that motivates them publishes none)."""
 
     layers: tuple[str, ...] = ()
-    """Harness layers, comma-separated: repair, contract, regulation, skills."""
+    """Harness layers, comma-separated: compaction, repair, contract, regulation, skills."""
     stream: int = 0
     """The policy's sampling stream: layers never change it (a layer's ablation is paired on
     the same sampling seeds); another stream draws other samples (the repeated control arm
@@ -74,16 +86,21 @@ class LayerOptions:
     """skills: the store's TOML file; unset: the bundled store."""
     skills_k: int = 1
     """skills: procedures injected per task (at most)."""
+    compact_budget: int = 4096
+    """compaction: the rendered context's token budget; past it the policy summarises."""
+    compact_prompt: str = "summary@1"
+    """compaction: the summary prompt (`harness.policies.compaction.SUMMARY_PROMPTS`)."""
 
     def check(self) -> None:
         """`ConfigError` on a value out of range."""
         for name, low in (("repair_retries", 0), ("stall_patience", 1), ("budget_warning", 0),
-                          ("skills_k", 1), ("stream", 0)):
+                          ("skills_k", 1), ("stream", 0), ("compact_budget", 1)):
             if getattr(self, name) < low:
                 raise ConfigError(f"option {name} must be >= {low}, got {getattr(self, name)}")
         if not 0 < self.repair_cutoff <= 1:
             raise ConfigError(f"option repair_cutoff must lie in (0, 1], got "
                               f"{self.repair_cutoff}")
+        summary_prompt(self.compact_prompt)  # unknown names: did you mean
 
 
 @dataclass(frozen=True)
@@ -129,9 +146,13 @@ class Review:
 
 
 class Layer(Protocol):
-    """One harness layer: `guide` before the policy acts, `review` after."""
+    """One harness layer: `compact` the context first, `guide` before the policy acts,
+    `review` after."""
 
     spec: LayerSpec
+
+    async def compact(self, context: EpisodeContext, summarise: Summarise
+                      ) -> tuple[EpisodeContext, dict[str, Any] | None]: ...
 
     def guide(self, context: EpisodeContext) -> Guidance: ...
 
@@ -139,9 +160,13 @@ class Layer(Protocol):
 
 
 class _Base:
-    """Neither guides nor reviews (subclasses do one)."""
+    """Neither compacts, guides nor reviews (subclasses do one)."""
 
     spec: LayerSpec
+
+    async def compact(self, context: EpisodeContext, summarise: Summarise
+                      ) -> tuple[EpisodeContext, dict[str, Any] | None]:
+        return context, None
 
     def guide(self, context: EpisodeContext) -> Guidance:
         return Guidance()
@@ -361,13 +386,57 @@ class SkillsLayer(_Base):
                         detail=", ".join(skill.name for skill in found))
 
 
+# ---- compaction -----------------------------------------------------------------------------
+
+class CompactionLayer(_Base):
+    """``compaction@1`` (module docstring; the rules: `harness.policies.compaction`)."""
+
+    def __init__(self, options: LayerOptions, policy: Any):
+        from harness.policies.scaffold import make_scaffold
+
+        self.budget, self.prompt = options.compact_budget, summary_prompt(options.compact_prompt)
+        self.scaffold = getattr(policy, "scaffold", None) or make_scaffold(
+            "bare@2", history=10_000)
+        """What the context is rendered with: the policy's scaffold (a scripted policy has
+        none: ``bare@2`` over the whole segment)."""
+        self.counter = getattr(getattr(policy, "backend", None), "count_tokens", None)
+        self.spec = LayerSpec("compaction", 1, {"compact_budget": self.budget,
+                                                "compact_prompt": self.prompt.to_dict()})
+
+    def count(self, context: EpisodeContext) -> int:
+        """Tokens of the messages the scaffold renders for `context` (untrimmed): the
+        backend's count, else the `CHARS_PER_TOKEN` estimate."""
+        messages = self.scaffold.messages(context)
+        counted = self.counter(messages) if self.counter is not None else None
+        if counted is None:
+            counted = math.ceil(sum(len(m["content"]) for m in messages) / CHARS_PER_TOKEN)
+        return int(counted)
+
+    async def compact(self, context: EpisodeContext, summarise: Summarise
+                      ) -> tuple[EpisodeContext, dict[str, Any] | None]:
+        segments = context.layer_state.setdefault("compaction", Segments())
+        view = segment_view(context, segments, self.prompt)
+        counted = self.count(view)
+        if not over_budget(counted, self.budget, context.step - segments.start):
+            return view, compaction_log(segments.index, counted)
+        reply = await summarise(summary_request(view, self.prompt))
+        summary = summary_text(reply.raw_output, reply.action)
+        first = segments.start
+        segments.advance(context.step, summary)
+        detail = (f"{counted} context tokens > {self.budget}: steps {first}-{context.step - 1} "
+                  f"summarised")
+        return segment_view(context, segments, self.prompt), compaction_log(
+            segments.index, counted, fired=True, summary=summary, detail=detail,
+            tokens=reply.prompt_tokens + reply.completion_tokens)
+
+
 # ---- registry -------------------------------------------------------------------------------
 
 LayerFactory = Callable[[LayerOptions, Any], Layer]
 """Builds a layer from the harness options and the policy it wraps."""
 
 _LAYERS: dict[str, tuple[LayerFactory, str]] = {}
-RESERVED_LAYERS = {"compaction": "context compaction (issue 30, item 6) is not built yet"}
+RESERVED_LAYERS: dict[str, str] = {}
 """Layer names kept for layers still to come, with the reason they cannot be used."""
 
 
@@ -404,6 +473,8 @@ def _max_action_chars(policy: Any) -> int | None:
     return getattr(spec, "max_action_chars", None)
 
 
+register_layer("compaction", CompactionLayer,
+               "summarise the history when the rendered context passes a token budget")
 register_layer("repair", lambda options, policy: RepairLayer(options),
                "repair or reject malformed actions before the environment sees them")
 register_layer("contract", lambda options, policy: ContractLayer(

@@ -179,12 +179,10 @@ def test_skills_are_retrieved_once_per_episode_and_stated_every_turn(tmp_path):
 # ---- registry -------------------------------------------------------------------------------
 
 def test_layer_names_come_back_in_running_order_and_unknown_ones_suggest():
-    assert list(layer_names()) == ["repair", "contract", "regulation", "skills"]
+    assert list(layer_names()) == ["compaction", "repair", "contract", "regulation", "skills"]
     assert check_layer_names(["skills", "repair", "skills"]) == ("repair", "skills")
     with pytest.raises(UnknownNameError, match="did you mean 'regulation'"):
         check_layer_names(["regulaton"])
-    with pytest.raises(ConfigError, match="compaction.*not built yet"):
-        check_layer_names(["compaction"])
 
 
 @pytest.mark.parametrize("options, message", [

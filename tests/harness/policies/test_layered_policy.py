@@ -45,7 +45,7 @@ def test_spec_options_split_off_for_scripted_and_model_policies():
     ("hf:m?layers=repair&temprature=0", UnknownNameError, "did you mean 'temperature'"),
     ("oracle?layers=repair&layers=skills", ConfigError, "given twice"),
     ("oracle?layers=repair&stall_patience=x", ConfigError, "not a valid int"),
-    ("oracle?layers=compaction", ConfigError, "not built yet"),
+    ("oracle?layers=compaction&compact_budget=0", ConfigError, "compact_budget must be >= 1"),
 ])
 def test_bad_harness_options_are_one_clear_error(spec, error, message):
     with pytest.raises(error, match=message):
