@@ -187,7 +187,7 @@ def show_leaderboard(db: str, *, run_id: str | None = None, suite: str | None = 
 
     if metric != "success":
         _show_metric_leaderboard(load_episodes(db, run_id=run_id, suite=suite), metric,
-                                 markdown)
+                                 markdown, db)
     else:
         _show_success_leaderboard(leaderboard_table(load_episodes(db, run_id=run_id,
                                                                   suite=suite)), markdown)
@@ -195,10 +195,14 @@ def show_leaderboard(db: str, *, run_id: str | None = None, suite: str | None = 
         print(line)
 
 
-def _show_metric_leaderboard(episodes: Any, metric: str, markdown: bool) -> None:
+def _show_metric_leaderboard(episodes: Any, metric: str, markdown: bool,
+                             db: str = "") -> None:
     from harness.report.abstention import (METRIC_LABELS, format_metric_row, metric_header,
                                            metric_leaderboard, metric_markdown)
 
+    if metric in SCOPE_METRICS:
+        _show_scope_leaderboard(episodes, metric, markdown, db)
+        return
     table = metric_leaderboard(episodes, metric)
     if markdown:
         print(metric_markdown(table, metric))
@@ -206,6 +210,22 @@ def _show_metric_leaderboard(episodes: Any, metric: str, markdown: bool) -> None
         _print_table(metric_header(metric), [format_metric_row(r) for _, r in table.iterrows()],
                      f"Leaderboard: {METRIC_LABELS[metric]}, 95% cluster-bootstrap intervals "
                      "over tasks (tasks that declare answerability)")
+
+
+def _show_scope_leaderboard(episodes: Any, metric: str, markdown: bool, db: str) -> None:
+    from harness.report.abstention import format_metric_row, metric_header
+    from harness.report.scope import (SCOPE_LABELS, scope_leaderboard, scope_markdown,
+                                      with_scope)
+    from harness.store import Store
+
+    with Store(db, readonly=True) as store:
+        table = scope_leaderboard(with_scope(store, episodes), metric)
+    if markdown:
+        print(scope_markdown(table, metric))
+    else:
+        _print_table(metric_header(metric), [format_metric_row(r) for _, r in table.iterrows()],
+                     f"Leaderboard: {SCOPE_LABELS[metric]}, 95% cluster-bootstrap intervals "
+                     "over tasks (tasks that declare their scope)")
 
 
 def _show_success_leaderboard(table: Any, markdown: bool) -> None:
@@ -457,6 +477,8 @@ ABSTENTION_METRICS = ("precision", "coverage", "abstention_precision", "abstenti
                       "f1_precision_coverage", "f1_answer_abstain")
 """`harness.stats.abstention.METRICS`, spelt out so that building the parser imports no
 statistics."""
+SCOPE_METRICS = ("scope_precision", "scope_recall", "scope_f1", "app_progress")
+"""`harness.stats.scope.METRICS`, spelt out likewise."""
 
 
 def _add_reading_commands(sub: Any) -> None:
@@ -466,10 +488,13 @@ def _add_reading_commands(sub: Any) -> None:
     p.add_argument("--run-id")
     p.add_argument("--suite")
     p.add_argument("--format", choices=["terminal", "markdown"], default="terminal")
-    p.add_argument("--metric", choices=["success", *ABSTENTION_METRICS], default="success",
-                   help="success rate (default), or an abstention metric over the tasks that "
+    p.add_argument("--metric", choices=["success", *ABSTENTION_METRICS, *SCOPE_METRICS],
+                   default="success",
+                   help="success rate (default), an abstention metric over the tasks that "
                    "declare answerability (precision, coverage, abstention_precision, "
-                   "abstention_recall, f1_precision_coverage, f1_answer_abstain)")
+                   "abstention_recall, f1_precision_coverage, f1_answer_abstain), or a scope "
+                   "metric over the tasks that declare their scope (scope_precision, "
+                   "scope_recall, scope_f1, app_progress)")
     p.set_defaults(func=cmd_leaderboard)
 
     p = sub.add_parser("compare", help="paired comparison of two policies on shared episodes")

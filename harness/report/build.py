@@ -26,6 +26,7 @@ from harness.core import HarnessError
 from harness.records import EpisodeKey
 from harness.report import figures as fig
 from harness.report.abstention import abstention_report_tables
+from harness.report.scope import scope_report_tables, with_scope
 from harness.report import table_builders as tb
 from harness.report.page import Trajectory, anchor, page_html
 from harness.report.provenance import provenance_comment, report_provenance
@@ -270,6 +271,7 @@ def build_report(db: str | os.PathLike, out: str | os.PathLike, *, command: str,
             by_type = rank_policies(paper, by_task_type=True, alpha=options.alpha)
             passk = tb.pass_at_k_summary(paper)
             tables = _episode_tables(paper, ranked[split], by_type, passk, options)
+            tables += scope_report_tables(with_scope(store, paper))
         audit_tables = _audit_tables(audits)
         tables += audit_tables
         files = _write_tables(tables, out / "tables", provenance_comment(provenance))
