@@ -12,8 +12,16 @@ __all__ = ["MODEL_BACKENDS", "make_model_policy"]
 
 
 def make_model_policy(spec: str) -> Any:
-    """Build the policy of a model spec (heavy packages are imported here, lazily)."""
+    """Build the policy of a model spec (heavy packages are imported here, lazily); its
+    provenance records a ``courage=`` level (`harness.policies.courage`)."""
     parsed = parse_model_spec(spec)
+    policy = _build(parsed)
+    if parsed.options.courage is not None:
+        policy.provenance = {**policy.provenance, "courage": parsed.options.courage}
+    return policy
+
+
+def _build(parsed: Any) -> Any:
     if parsed.backend == "openai":
         from harness.policies.openai_backend import make_openai_policy
 

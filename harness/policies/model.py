@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from harness.core import ConfigError, HarnessError
 from harness.policies.base import Decision, EpisodeContext
+from harness.policies.courage import with_courage
 from harness.policies.scaffold import Messages, Scaffold, make_scaffold
 from harness.policies.specs import ModelOptions, parse_model_spec
 from tasks.base import suite_capability
@@ -131,7 +132,10 @@ class ModelPolicy:
         return None if context is None else context - self.options.max_tokens
 
     def prompt(self, context: EpisodeContext) -> Messages:
-        """The chat messages for the current turn, trimmed to the token budget."""
+        """The chat messages for the current turn, trimmed to the token budget (with the
+        ``courage=`` line in the instructions when the option is set,
+        `harness.policies.courage`)."""
+        context = with_courage(context, self.options.courage)
         budget = self.budget()
         counter = self.backend.count_tokens if budget is not None else None
         return self.scaffold.messages(context, budget=budget, count_tokens=counter)

@@ -50,6 +50,12 @@ class ModelOptions:
     logprobs: bool = False
     """Ask for per-token log-probabilities of the completion."""
     top_logprobs: int = 0
+    courage: float | None = None
+    """How readily the agent answers rather than abstains, in [0, 1]: the prompt asks it to
+    act only when at least ``1 - courage`` sure and otherwise to play the task's declared
+    abstain action (`harness.policies.courage`; tasks that declare no answerability get no
+    such line). Unset: no line. Policies that differ only in courage are one refusal
+    family: `harness report` draws their coverage-precision curve."""
     # scaffold (every backend)
     scaffold: str | None = None
     """The scaffold, ``NAME@VERSION`` (``think@1``, ``react@1``, ``bare@1``; see
@@ -107,7 +113,7 @@ class ModelOptions:
 
 
 _SAMPLING = ("temperature", "top_p", "max_tokens", "stop", "seed", "logprobs", "top_logprobs",
-             "scaffold", "format", "history", "max_action_chars", "context")
+             "scaffold", "format", "history", "max_action_chars", "context", "courage")
 _LOCAL = ("max_batch", "batch_wait_ms", "threads", "device", "dtype")
 BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
     "openai": _SAMPLING + ("concurrency", "timeout", "max_retries", "backoff", "backoff_max",
@@ -192,6 +198,8 @@ def _check(options: ModelOptions) -> None:
         raise ConfigError(f"option client must be openai or direct, got {options.client!r}")
     if options.http not in ("auto", "aiohttp", "httpx"):
         raise ConfigError(f"option http must be auto, aiohttp or httpx, got {options.http!r}")
+    if options.courage is not None and not 0 <= options.courage <= 1:
+        raise ConfigError(f"option courage must lie in [0, 1], got {options.courage}")
     if options.format not in ("think", "react"):
         raise ConfigError(f"option format must be think or react, got {options.format!r}")
     if options.scaffold is not None:

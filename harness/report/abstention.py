@@ -15,6 +15,7 @@ import logging
 import pandas as pd
 
 from harness.core import HarnessError, make_rng
+from harness.policies.courage import courage_threshold
 from harness.policies.scripted import refusal_threshold
 from harness.report.tables import Cell, Table, interval_cell, percent
 from harness.stats.abstention_runs import (METRICS, abstention_table, coverage_precision_curve,
@@ -82,11 +83,12 @@ def metric_markdown(table: pd.DataFrame, metric: str) -> str:
 
 
 def refusal_families(policies) -> dict[str, dict[str, float]]:
-    """Refusal-threshold families among `policies`: family -> {policy: threshold}, only
-    families with at least two thresholds."""
+    """Refusal-threshold families among `policies` (``refuse:T`` policies, and model
+    policies that differ only in ``courage=C``, threshold ``1 - C``): family -> {policy:
+    threshold}, only families with at least two thresholds."""
     families: dict[str, dict[str, float]] = {}
     for policy in policies:
-        parsed = refusal_threshold(str(policy))
+        parsed = refusal_threshold(str(policy)) or courage_threshold(str(policy))
         if parsed is not None:
             families.setdefault(parsed[0], {})[str(policy)] = parsed[1]
     return {f: members for f, members in sorted(families.items()) if len(members) >= 2}
