@@ -14,7 +14,8 @@ namespaces, a new session, ``--die-with-parent``, the kernel surfaces container 
 protect read-only or masked (`_READ_ONLY_PROC`, `_MASKED`, an empty read-only /sys), the
 seccomp filter of `tasks.sandbox_seccomp` (Docker's default denials: file handles, mounts,
 namespaces, modules, keyrings, bpf, perf, ...) and rlimits (bash ``ulimit`` before the
-command: CPU, address space, file size, open files, processes). Agent commands run as the
+command: CPU, data (private writable memory), file size, open files, processes). Agent
+commands run as the
 ``agent`` user (uid `AGENT_UID`, every capability dropped, no new privileges);
 ``user="root"`` (setup, build and verifier steps, and tasks that expect root) runs as uid 0
 of the namespace with `ROOT_CAPABILITIES`. A wall-clock limit kills the whole process tree
@@ -105,7 +106,11 @@ _MASKED = ("/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-command limits. Memory is the address-space limit (RLIMIT_AS) of each process."""
+    """Per-command limits. Memory is the data limit (RLIMIT_DATA) of each process: the private
+    writable memory it may hold (heap, anonymous and private file mappings), not the address
+    space it reserves. Docker's limit counts resident memory, so runtimes that reserve far more
+    than they use (OCaml 5's minor heaps, over 16 GiB; JVM and Go heaps) start here as there,
+    while an allocation past the limit fails."""
 
     wall_s: float = 60.0
     """Wall-clock seconds per command; then every process of the command is killed."""
@@ -129,7 +134,7 @@ class Limits:
     def enforcement(self) -> dict[str, str]:
         """How each limit is enforced here (rlimits: no delegated cgroup v2 subtree is used)."""
         return {"wall_s": "pid namespace killed at the deadline", "cpu_s": "RLIMIT_CPU",
-                "memory_bytes": "RLIMIT_AS per process", "processes": "RLIMIT_NPROC per uid "
+                "memory_bytes": "RLIMIT_DATA per process", "processes": "RLIMIT_NPROC per uid "
                 "of the sandbox's user namespace", "file_size_bytes": "RLIMIT_FSIZE",
                 "open_files": "RLIMIT_NOFILE", "disk_bytes": f"{layer_kind(self.inodes)} size",
                 "inodes": f"{layer_kind(self.inodes)} inode count"}
@@ -401,7 +406,7 @@ class Sandbox:
         for key, value in merged_env.items():
             args += ["--setenv", key, value]
         lim = self.limits
-        script = (f"ulimit -HS -t {lim.cpu_s} -v {lim.memory_bytes >> 10} "
+        script = (f"ulimit -HS -t {lim.cpu_s} -d {lim.memory_bytes >> 10} "
                   f"-f {lim.file_size_bytes >> 10} -n {lim.open_files} -u {lim.processes}\n"
                   + command)
         if user == "root":

@@ -20,9 +20,10 @@ key                                          here
 ``[environment] env``                        environment; a value that reads a host variable
                                              (``${VAR}``) is refused: no host variable enters
 ``[environment] storage_mb`` (``storage``)   the size of the episode's writable layer
-``[environment] memory_mb`` (``memory``)     each process's address-space limit, never below
-                                             the sandbox's default (RLIMIT_AS counts reserved
-                                             address space, Docker's limit resident memory)
+``[environment] memory_mb`` (``memory``)     each process's data limit (RLIMIT_DATA: private
+                                             writable memory), never below the sandbox's
+                                             default (Docker's limit is the container's
+                                             resident memory)
 ``[environment] network_mode``,              the network policy
 ``allowed_hosts``, ``allow_internet``        (`tasks.terminal.taskdir.network_policy`)
 ``[environment] docker_image``               not pulled: ``environment/Dockerfile`` is
@@ -163,7 +164,7 @@ def _notes(config: dict, memory_mb: int | None) -> list[str]:
     if environment.get("build_timeout_sec") is not None:
         notes.append("build_timeout_sec not applied: the translated build limits each step")
     if memory_mb is not None:
-        notes.append(f"memory {memory_mb} MiB: a per-process address-space limit here, never "
+        notes.append(f"memory {memory_mb} MiB: a per-process data limit here, never "
                      "below the sandbox's default")
     for name in ("agent", "verifier"):
         section = _table(config, name)

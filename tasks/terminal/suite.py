@@ -129,7 +129,7 @@ class TerminalBenchSuite(TerminalSuite):
         namespace), each command may run as long as the task's agent time limit, the verifier
         its own, and pip installs into the system Python as in the task's image. A Harbor task's
         ``storage_mb`` sizes the writable layer (8 GiB when absent), its ``memory_mb`` raises
-        each process's address-space limit above the default (`tasks.terminal.harbor`)."""
+        each process's data limit above the default (`tasks.terminal.harbor`)."""
         task = self.terminal_task(task_id)
         storage_mb, memory_mb = task.extras.get("storage_mb"), task.extras.get("memory_mb")
         limits = Limits(wall_s=task.agent_timeout_s, cpu_s=int(task.agent_timeout_s) + 1,

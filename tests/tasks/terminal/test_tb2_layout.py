@@ -68,7 +68,7 @@ def test_the_schema_1_1_fixture_is_read_key_by_key():
     notes = " | ".join(task.notes)
     for said in ("docker_image harness-fixtures/word-count:20250101 not pulled",
                  "cpus = 1 not applied", "build_timeout_sec not applied",
-                 "memory 6144 MiB: a per-process address-space limit",
+                 "memory 6144 MiB: a per-process data limit",
                  "public network (its default) is given as the package registries"):
         assert said in notes, said
     assert "user" not in notes  # user = "root" is what runs anyway
