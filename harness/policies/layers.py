@@ -90,11 +90,17 @@ class LayerOptions:
     """compaction: the rendered context's token budget; past it the policy summarises."""
     compact_prompt: str = "summary@1"
     """compaction: the summary prompt (`harness.policies.compaction.SUMMARY_PROMPTS`)."""
+    compact_tokens: int | None = None
+    """compaction: completion tokens of the summary turn (a model policy's; unset: its
+    max_tokens)."""
 
     def check(self) -> None:
         """`ConfigError` on a value out of range."""
         for name, low in (("repair_retries", 0), ("stall_patience", 1), ("budget_warning", 0),
-                          ("skills_k", 1), ("stream", 0), ("compact_budget", 1)):
+                          ("skills_k", 1), ("stream", 0), ("compact_budget", 1),
+                          ("compact_tokens", 1)):
+            if getattr(self, name) is None:
+                continue
             if getattr(self, name) < low:
                 raise ConfigError(f"option {name} must be >= {low}, got {getattr(self, name)}")
         if not 0 < self.repair_cutoff <= 1:
@@ -400,7 +406,11 @@ class CompactionLayer(_Base):
         """What the context is rendered with: the policy's scaffold (a scripted policy has
         none: ``bare@2`` over the whole segment)."""
         self.counter = getattr(getattr(policy, "backend", None), "count_tokens", None)
+        self.tokens = options.compact_tokens
+        reply = getattr(policy, "reply", None)  # a model policy: the summary's own budget
+        self.reply = None if reply is None or self.tokens is None else reply
         self.spec = LayerSpec("compaction", 1, {"compact_budget": self.budget,
+                                                "compact_tokens": self.tokens,
                                                 "compact_prompt": self.prompt.to_dict()})
 
     def count(self, context: EpisodeContext) -> int:
@@ -419,7 +429,9 @@ class CompactionLayer(_Base):
         counted = self.count(view)
         if not over_budget(counted, self.budget, context.step - segments.start):
             return view, compaction_log(segments.index, counted)
-        reply = await summarise(summary_request(view, self.prompt))
+        request = summary_request(view, self.prompt)
+        reply = await (self.reply(request, max_tokens=self.tokens) if self.reply is not None
+                       else summarise(request))
         summary = summary_text(reply.raw_output, reply.action)
         first = segments.start
         segments.advance(context.step, summary)

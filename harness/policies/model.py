@@ -141,8 +141,16 @@ class ModelPolicy:
         return self.scaffold.messages(context, budget=budget, count_tokens=counter)
 
     async def act(self, context: EpisodeContext) -> Decision:
+        return await self.reply(context)
+
+    async def reply(self, context: EpisodeContext, *, max_tokens: int | None = None
+                    ) -> Decision:
+        """`act` with another completion budget (`max_tokens`; None: the policy's own), e.g.
+        for the compaction layer's summary turn."""
         messages = self.prompt(context)
         sampling = self.sampling
+        if max_tokens is not None:
+            sampling = replace(sampling, max_tokens=max_tokens)
         if sampling.seed is None:
             sampling = replace(sampling, seed=int(context.rng.integers(SEED_RANGE)))
         started = time.perf_counter()

@@ -105,6 +105,14 @@ class RolloutConfig:
                           "actors on a local Ray instance) or 'ray:ADDRESS' (an existing "
                           "cluster); the learner and generation stay here", "local")
     env_workers: int = _help("executor 'ray': env-worker actors (each holds many Envs)", 2)
+    compact_budget: int | None = _help(
+        "context compaction (context 'episode'): when the next observation turn would take "
+        "the context past this many tokens, the model summarises the episode so far and "
+        "continues from the summary in a new segment (its own sequence; advantages carry "
+        "across segments); unset = off", None)
+    compact_tokens: int = _help("context compaction: new tokens of a summary", 32)
+    compact_prompt: str = _help("context compaction: the summary prompt "
+                                "(harness.policies.compaction)", "summary@1")
 
 
 @dataclass(frozen=True)
@@ -351,6 +359,20 @@ def _validate_algorithm(a: AlgorithmConfig) -> None:
     _check_range("algorithm.minibatches", a.minibatches, 1, integer=True)
 
 
+def _validate_compaction(r: RolloutConfig) -> None:
+    if r.compact_budget is None:
+        return
+    from harness.policies.compaction import summary_prompt
+
+    _check_range("rollout.compact_budget", r.compact_budget, 1, integer=True)
+    _check_range("rollout.compact_tokens", r.compact_tokens, 1, integer=True)
+    summary_prompt(r.compact_prompt)
+    if r.context != "episode":
+        raise ConfigError(f"rollout.compact_budget={r.compact_budget} needs rollout.context = "
+                          f"'episode' (got {r.context!r}): a step-wise prompt never grows; set "
+                          "context = 'episode' or remove compact_budget")
+
+
 def _validate(c: TrainConfig) -> None:
     r, a, o = c.rollout, c.algorithm, c.optim
     _validate_algorithm(a)
@@ -375,6 +397,7 @@ def _validate(c: TrainConfig) -> None:
         raise UnknownNameError("rollout context", r.context, ("step", "episode"))
     parse_executor(r.executor)  # local | ray | ray:ADDRESS, else a ConfigError
     _check_range("rollout.env_workers", r.env_workers, 1, integer=True)
+    _validate_compaction(r)
     if r.context == "episode" and r.history:
         raise ConfigError(f"rollout.history={r.history} conflicts with rollout.context="
                           "'episode' (the whole episode is the context); set history = 0 or "

@@ -12,6 +12,7 @@ compare` and the audit read them like any other run. Greedy: one episode per tas
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,9 @@ from urllib.parse import urlencode
 from harness.config import RunConfig
 from harness.episodes import select_tasks
 from harness.policies.checkpoint import make_checkpoint_policy
+from harness.policies.layered import LayeredPolicy, split_layered_spec
 from harness.policies.scaffold import ScaffoldSpec
-from harness.policies.specs import parse_model_spec
+from harness.policies.specs import BACKEND_OPTIONS, parse_model_spec
 from harness.runner import RunSummary, run_async
 from harness.store import Store, load_episodes
 from tasks.base import Suite, TaskSpec
@@ -43,6 +45,9 @@ class EvalSpec:
     """Episodes in flight, also the model's batch size."""
     threads: int = 0
     """torch CPU threads (0: leave torch's setting)."""
+    compaction: Mapping[str, Any] | None = None
+    """Harness options of context compaction (`harness.train.trainer.compaction_options`):
+    the checkpoint plays through the ``compaction`` layer, as it was trained."""
 
 
 def eval_tasks(suite: Suite, split: str, n_tasks: int) -> list[TaskSpec]:
@@ -63,6 +68,7 @@ def checkpoint_policy_spec(path: str | Path, spec: EvalSpec,
     if scaffold is not None:
         options.update(scaffold=scaffold.id, history=scaffold.history,
                        max_action_chars=scaffold.max_action_chars)
+    options.update(spec.compaction or {})
     return f"checkpoint:{path}?{urlencode(options)}"
 
 
@@ -76,8 +82,12 @@ def evaluate_checkpoint(path: str | Path, suite_id: str, split: str, n_tasks: in
     `policy_id` (the spec string when None) and `train_seed` (the checkpoint's when None).
     Returns the run summary and the success rate of the policy's stored episodes."""
     policy_spec = checkpoint_policy_spec(path, spec, scaffold)
-    policy = make_checkpoint_policy(parse_model_spec(policy_spec), policy_id=policy_id,
-                                    train_seed=train_seed)
+    layered = split_layered_spec(policy_spec, BACKEND_OPTIONS)
+    policy: Any = make_checkpoint_policy(
+        parse_model_spec(layered.inner if layered else policy_spec), policy_id=policy_id,
+        train_seed=train_seed)
+    if layered is not None:  # context compaction, as the checkpoint was trained
+        policy = LayeredPolicy(policy_id or policy_spec, policy, layered.options)
     config = RunConfig(policies=(policy_spec,), suites=(suite_id,), split=split,
                        n_tasks=n_tasks, eval_seeds=(spec.eval_seed,),
                        samples=1 if spec.greedy else spec.samples, max_steps=spec.max_steps,

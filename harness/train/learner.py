@@ -25,7 +25,8 @@ from harness.core import make_rng
 from harness.train.config import AlgorithmConfig, OptimConfig
 from harness.train.loss import Denominators, policy_loss, token_logprobs, value_loss
 
-__all__ = ["TrainSample", "Learner", "forward_logprobs", "make_optimizer", "make_schedule"]
+__all__ = ["TrainSample", "Learner", "forward_logprobs", "make_optimizer", "make_schedule",
+           "sequence_groups"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,11 @@ class TrainSample:
     """One sequence to train on. ids: prompt + response ids; start: index of the first
     response id; mask, old_logprobs, advantages: one per response id; value_positions: the
     positions whose hidden state estimates each step's value (PPO), with old_values and
-    value_targets of the same length; ref_logprobs: the reference's log-probs (KL)."""
+    value_targets of the same length; ref_logprobs: the reference's log-probs (KL);
+    sequence: for a segment of a compacted episode, the id of the whole sequence (the
+    episode) it belongs to, whose segments the loss normalises as one sequence, with
+    sequence_tokens the sampled tokens of all of them (-1 and 0: the sample is a whole
+    sequence)."""
 
     ids: tuple[int, ...]
     start: int
@@ -44,10 +49,28 @@ class TrainSample:
     old_values: tuple[float, ...] = ()
     value_targets: tuple[float, ...] = ()
     ref_logprobs: tuple[float, ...] | None = None
+    sequence: int = -1
+    sequence_tokens: int = 0
 
     @property
     def n_response(self) -> int:
         return len(self.ids) - self.start
+
+    @property
+    def normaliser(self) -> float:
+        """The sampled tokens this sample's per-sequence mean divides by: its whole
+        sequence's (all segments), else its own."""
+        return float(self.sequence_tokens if self.sequence >= 0
+                     else sum(1 for m in self.mask if m))
+
+
+def sequence_groups(samples: Sequence[TrainSample]) -> list[list[int]]:
+    """Indices of `samples` grouped by whole sequence (segments of one episode together),
+    in order of first appearance; a sample without a sequence id is a group of its own."""
+    groups: dict[Any, list[int]] = {}
+    for i, s in enumerate(samples):
+        groups.setdefault(s.sequence if s.sequence >= 0 else ("own", i), []).append(i)
+    return list(groups.values())
 
 
 def make_optimizer(parameters, config: OptimConfig | Any):
@@ -242,8 +265,10 @@ class Learner:
         return out
 
     def denominators(self, samples: Sequence[TrainSample]) -> Denominators:
+        """Masked tokens, whole sequences (the segments of a compacted episode count once)
+        and the constant length."""
         return Denominators(int(sum(sum(1 for m in s.mask if m) for s in samples)),
-                            len(samples), self.max_tokens)
+                            len(sequence_groups(samples)), self.max_tokens)
 
     # -- one micro-batch ------------------------------------------------------------------
     def micro_loss(self, samples: Sequence[TrainSample], denominators: Denominators,
@@ -262,8 +287,10 @@ class Learner:
         ref = None
         if samples[0].ref_logprobs is not None:
             ref = _padded(samples, "ref_logprobs", width, device)
+        normalisers = torch.tensor([s.normaliser for s in samples], device=device)
         loss, stats = policy_loss(logprobs, old, advantages, mask, denominators,
-                                  algorithm=self.algorithm, ref_logprobs=ref, entropy=entropy)
+                                  algorithm=self.algorithm, ref_logprobs=ref, entropy=entropy,
+                                  sequence_tokens=normalisers)
         if values is not None:
             steps = values.shape[1]
             value_mask = torch.zeros_like(values)
@@ -287,12 +314,13 @@ class Learner:
             samples = [_with(s, ref_logprobs=r) for s, r in zip(samples, refs)]
         started, totals, grad_norms, tokens = time.perf_counter(), {}, [], 0
         trained = 0
+        groups = sequence_groups(samples)  # a compacted episode's segments stay together
         for epoch in range(self.algorithm.epochs):
-            order = np.arange(len(samples))
+            order = np.arange(len(groups))
             if self.algorithm.epochs > 1 or self.algorithm.minibatches > 1:
                 order = make_rng(self.train_seed, "minibatch", step, epoch).permutation(order)
             for part in np.array_split(order, self.algorithm.minibatches):
-                minibatch = [samples[i] for i in part]
+                minibatch = [samples[i] for g in part for i in groups[g]]
                 if not minibatch:
                     continue
                 norm, stats, n_tokens, n_trained = self._optimizer_step(minibatch)

@@ -90,19 +90,26 @@ def kl_penalty(logprobs, ref_logprobs, *, estimator: str = "k3"):
     raise ValueError(f"unknown KL estimator {estimator!r}")
 
 
-def aggregate(values, mask, mode: str, denominators: Denominators):
+def aggregate(values, mask, mode: str, denominators: Denominators, sequence_tokens=None):
     """Reduce per-token `values` ``(batch, length)`` over `mask` to this micro-batch's share
     of the batch loss.
 
     token-mean: ``sum(v m) / n_tokens`` (DAPO). seq-mean-token-mean: ``sum_i (sum_t v m /
     sum_t m) / n_sequences`` (GRPO). seq-mean-token-sum: ``sum(v m) / n_sequences``.
     seq-mean-token-sum-norm: ``sum(v m) / (n_sequences * max_tokens)`` (Dr. GRPO).
+
+    Segments of a compacted episode are rows of their own but one sequence: `sequence_tokens`
+    ``(batch,)`` gives each row the masked-token count of its whole sequence (all its
+    segments), which seq-mean-token-mean divides by in place of the row's own count, and
+    ``n_sequences`` counts the sequence once, so the segments' loss is that of the episode
+    as one sequence (token-level normalisation across segments).
     """
     masked = values * mask
     if mode == "token-mean":
         return masked.sum() / max(denominators.n_tokens, 1)
     if mode == "seq-mean-token-mean":
-        per_sequence = masked.sum(-1) / mask.sum(-1).clamp(min=1)
+        counts = mask.sum(-1) if sequence_tokens is None else sequence_tokens.to(mask.dtype)
+        per_sequence = masked.sum(-1) / counts.clamp(min=1)
         return per_sequence.sum() / max(denominators.n_sequences, 1)
     if mode == "seq-mean-token-sum":
         return masked.sum() / max(denominators.n_sequences, 1)
@@ -121,11 +128,12 @@ def value_loss(values, old_values, targets, *, clip: float):
 
 
 def policy_loss(logprobs, old_logprobs, advantages, mask, denominators: Denominators, *,
-                algorithm: Any, ref_logprobs=None, entropy=None):
+                algorithm: Any, ref_logprobs=None, entropy=None, sequence_tokens=None):
     """The total policy loss of one micro-batch and its summed diagnostics.
 
     `algorithm` is an `AlgorithmConfig` (clip, dual clip, aggregation, KL and entropy
-    weights). Per-token inputs ``(batch, length)``. Returns ``(loss, stats)``: `loss` a scalar
+    weights). Per-token inputs ``(batch, length)``; `sequence_tokens` ``(batch,)`` as in
+    `aggregate` (segments of compacted episodes). Returns ``(loss, stats)``: `loss` a scalar
     tensor; `stats` maps names to floats already divided by the batch's token count, so the
     stats of all micro-batches sum to the batch's.
     """
@@ -135,7 +143,7 @@ def policy_loss(logprobs, old_logprobs, advantages, mask, denominators: Denomina
                                   clip_low=algorithm.clip_low, clip_high=algorithm.clip_high,
                                   dual_clip=algorithm.dual_clip)
     mode = algorithm.aggregation
-    loss = aggregate(pg, mask, mode, denominators)
+    loss = aggregate(pg, mask, mode, denominators, sequence_tokens)
     per_token = max(denominators.n_tokens, 1)
     stats = {"pg_loss": float(loss.detach()),
              "clip_fraction": float((clipped * mask).sum() / per_token),
@@ -143,13 +151,15 @@ def policy_loss(logprobs, old_logprobs, advantages, mask, denominators: Denomina
     if ref_logprobs is not None:
         kl = kl_penalty(logprobs, ref_logprobs, estimator=algorithm.kl_estimator)
         if algorithm.kl_coef:
-            loss = loss + algorithm.kl_coef * aggregate(kl, mask, mode, denominators)
+            loss = loss + algorithm.kl_coef * aggregate(kl, mask, mode, denominators,
+                                                        sequence_tokens)
         stats["kl"] = float((kl.detach() * mask).sum() / per_token)
     else:
         with torch.no_grad():
             stats["kl_behaviour"] = float(((old_logprobs - logprobs) * mask).sum() / per_token)
     if entropy is not None:
         if algorithm.entropy_coef:
-            loss = loss - algorithm.entropy_coef * aggregate(entropy, mask, mode, denominators)
+            loss = loss - algorithm.entropy_coef * aggregate(entropy, mask, mode, denominators,
+                                                             sequence_tokens)
         stats["entropy"] = float((entropy.detach() * mask).sum() / per_token)
     return loss, stats

@@ -12,6 +12,17 @@ Two context modes:
 - ``episode``: each episode is one sample; the context grows by exactly the sampled ids and
   the next observation turn, and the loss mask covers the sampled ids only.
 
+Context compaction (``episode`` context with `RolloutSpec.compact_budget`; the rules of
+`harness.policies.compaction`, which the ``compaction`` layer applies in `harness run`): when
+the next observation turn would take the context past the budget, that turn carries the
+summary request, the episode's next generation (`RolloutSpec.compact_tokens` new tokens) is
+its summary, and the episode continues in a new *segment* whose prompt is the scaffold's
+(instructions, summary, current observation). Each segment is a transition of its own (its
+summary's sampled ids, trained like the actions, belong to the step that follows it); the
+steps of all segments stay one episode for the advantage estimators, so advantages carry
+across segment boundaries, and `RolloutBatch.sequence_of` ties the segments together for the
+loss normalisation.
+
 Tree rollouts fork every live episode into `branches` copies at each of `branch_steps`
 (``env.snapshot()`` / ``restore()`` into a fresh env of the same task); copies share the
 prefix steps, whose transitions exist once.
@@ -28,7 +39,9 @@ import numpy as np
 
 from harness.core import HarnessError, derive_seed
 from harness.episodes import EpisodeTally, episode_context, finish_record
-from harness.policies.base import EpisodeContext
+from harness.policies.base import LAYERS_INFO_KEY, EpisodeContext
+from harness.policies.compaction import (COMPACTION, Segments, compaction_log, over_budget,
+                                         segment_view, summary_prompt, summary_text)
 from harness.policies.scaffold import Scaffold
 from harness.records import EpisodeKey, EpisodeRecord, StepRecord
 from harness.train.advantages import AdvantageInputs
@@ -53,6 +66,12 @@ class RolloutSpec:
     branch_steps: tuple[int, ...] = ()
     record_steps: bool = False
     """Keep every step's observation, action and info (for storing evaluation episodes)."""
+    compact_budget: int | None = None
+    """Context compaction (``episode`` context): the context's token budget (None: off)."""
+    compact_tokens: int = 32
+    """Context compaction: new tokens of a summary."""
+    compact_prompt: str = "summary@1"
+    """Context compaction: the summary prompt (`harness.policies.compaction`)."""
 
 
 @dataclass
@@ -89,6 +108,13 @@ class _Episode:
     terminated: bool = False
     truncated: bool = False
     prompt_length: int = 0
+    segments: Segments = field(default_factory=Segments)
+    summarising: bool = False
+    """The context ends with the summary request: the next generation is a summary."""
+    counted: int = 0
+    """Context tokens before the next generation (compaction's log)."""
+    compaction: dict = field(default_factory=dict)
+    """The compaction log of the next step (set when it fired)."""
 
     @property
     def obs(self) -> str:
@@ -112,6 +138,9 @@ class RolloutBatch:
     episodes: list[EpisodeRecord]
     stats: dict[str, float]
     episode_steps: list[tuple[StepRecord, ...]] = field(default_factory=list)
+    sequence_of: tuple[int, ...] = ()
+    """In ``episode`` context, per transition the episode (the whole sequence) it is a segment
+    of; empty in ``step`` context, where each transition is a sequence of its own."""
 
 
 class _Builder:
@@ -127,6 +156,8 @@ class _Builder:
         self.next_node = 0
         self.next_episode = 0
         self.prompt_cache: dict[tuple, list[int]] = {}
+        self.summary_prompt = summary_prompt(spec.compact_prompt)
+        self.sequence_of: list[int] = []
 
     def node(self) -> int:
         self.next_node += 1
@@ -204,6 +235,7 @@ def _reply(builder: _Builder, episode: _Episode, sample: Any) -> tuple[str, str]
 def _advance(builder: _Builder, episode: _Episode, prompt: list[int], sample: Any) -> None:
     """Apply one sampled reply to its episode: env step, step record, context growth."""
     spec, tok = builder.spec, builder.tok
+    context_tokens = len(prompt)  # in episode context `prompt` is the context, grown below
     text, action = _reply(builder, episode, sample)
     state_key = episode.env.state_key() if isinstance(episode.env, HasStateKey) else episode.obs
     result = episode.env.step(action)
@@ -228,7 +260,7 @@ def _advance(builder: _Builder, episode: _Episode, prompt: list[int], sample: An
         episode.logprobs += list(sample.logprobs)
         episode.token_steps += [turn] * len(sample.ids)
         if not done:
-            turn_ids = tok.observation_turn_ids(result.observation)
+            turn_ids = _next_turn(builder, episode, result.observation)
             episode.context += turn_ids
             episode.mask += [0] * len(turn_ids)
             episode.logprobs += [0.0] * len(turn_ids)
@@ -236,8 +268,14 @@ def _advance(builder: _Builder, episode: _Episode, prompt: list[int], sample: An
     episode.steps.append(_Step(float(result.reward), state_key, action, index, turn, node,
                                parent))
     if spec.record_steps:
+        info = result.info
+        if spec.compact_budget is not None:
+            entry = episode.compaction or compaction_log(episode.segments.index,
+                                                         context_tokens)
+            info = {**info, LAYERS_INFO_KEY: {COMPACTION: entry}}
         episode.records.append(StepRecord(turn, episode.obs, action, text, result.reward,
-                                          result.terminated, truncated, result.info))
+                                          result.terminated, truncated, info))
+    episode.compaction = {}
     state = episode.state
     state.history.append((state.observation, action))
     episode.tally.add(result.reward, result.info, prompt_tokens=len(prompt),
@@ -246,21 +284,66 @@ def _advance(builder: _Builder, episode: _Episode, prompt: list[int], sample: An
     episode.done, episode.terminated, episode.truncated = done, result.terminated, truncated
 
 
-def _finish_episode(builder: _Builder, episode: _Episode) -> None:
-    if builder.spec.context != "episode":
-        return
+def _next_turn(builder: _Builder, episode: _Episode, observation: str) -> list[int]:
+    """Ids of the next observation turn of a whole-episode context: with the summary request
+    when they would take the context past the compaction budget."""
+    tok, spec = builder.tok, builder.spec
+    turn_ids = tok.observation_turn_ids(observation)
+    episode.counted = len(episode.context) + len(turn_ids)
+    if over_budget(episode.counted, spec.compact_budget,
+                   len(episode.steps) + 1 - episode.segments.start):
+        episode.summarising = True
+        return tok.observation_turn_ids(f"{observation}\n\n{builder.summary_prompt.request}")
+    return turn_ids
+
+
+def _close_segment(builder: _Builder, episode: _Episode, done: bool) -> None:
+    """The current segment of a whole-episode context as one transition (the whole episode
+    when it never compacted)."""
     index = len(builder.transitions)
-    rewards = tuple(step.reward for step in episode.steps)
+    steps = episode.steps[episode.segments.start:]
+    rewards = tuple(step.reward for step in steps)
     p = episode.prompt_length
     builder.transitions.append(Transition(
         tuple(episode.context[:p]), tuple(episode.context[p:]), tuple(episode.logprobs),
         tuple(episode.mask), tuple(episode.token_steps), float(sum(rewards)), rewards,
-        tuple(step.state_key for step in episode.steps),
-        tuple(step.action for step in episode.steps), builder.group_id(episode),
-        episode.task.id, episode.index, 0, episode.seed, builder.policy_version, True,
-        bool(episode.info.get("won", False))))
-    for step in episode.steps:
+        tuple(step.state_key for step in steps), tuple(step.action for step in steps),
+        builder.group_id(episode), episode.task.id, episode.index, episode.segments.index,
+        episode.seed, builder.policy_version, done,
+        done and bool(episode.info.get("won", False))))
+    builder.sequence_of.append(episode.index)
+    for step in steps:
         step.transition = index
+
+
+def _compact(builder: _Builder, episode: _Episode, prompt: list[int], sample: Any) -> None:
+    """Apply a sampled summary: it ends the segment (trained with the step that follows it),
+    and the episode continues from the next segment's prompt."""
+    tok, turn = builder.tok, len(episode.steps)
+    episode.context += list(sample.ids)
+    episode.mask += [1] * len(sample.ids)
+    episode.logprobs += list(sample.logprobs)
+    episode.token_steps += [turn] * len(sample.ids)
+    episode.tally.prompt_tokens += len(prompt)
+    episode.tally.completion_tokens += len(sample.ids)
+    _close_segment(builder, episode, done=False)
+    summary, first = summary_text(tok.decode(sample.ids)), episode.segments.start
+    episode.segments.advance(turn, summary)
+    view = segment_view(episode.state, episode.segments, builder.summary_prompt)
+    episode.context = tok.prompt_ids(builder.scaffold.messages(view))
+    episode.prompt_length = len(episode.context)
+    episode.mask, episode.logprobs, episode.token_steps = [], [], []
+    episode.summarising = False
+    episode.compaction = compaction_log(
+        episode.segments.index, episode.counted, fired=True, summary=summary,
+        tokens=len(prompt) + len(sample.ids),
+        detail=f"{episode.counted} context tokens > {builder.spec.compact_budget}: steps "
+               f"{first}-{turn - 1} summarised")
+
+
+def _finish_episode(builder: _Builder, episode: _Episode) -> None:
+    if builder.spec.context == "episode":
+        _close_segment(builder, episode, done=True)
 
 
 def _record(builder: _Builder, episode: _Episode) -> EpisodeRecord:
@@ -302,6 +385,8 @@ def collect(suite: Suite, tasks: Sequence[TaskSpec], seeds: Sequence[int], *, gr
         raise HarnessError(f"context 'episode' needs a scaffold that renders each turn as a "
                            f"message of its own (bare); {scaffold.spec.id} renders earlier "
                            "turns inside one message, so use context 'step'")
+    if spec.compact_budget is not None and spec.context != "episode":
+        raise HarnessError("context compaction (compact_budget) needs context 'episode'")
     builder = _Builder(suite, tokenization, scaffold, spec, update, policy_version, policy_id,
                        eval_seed)
     episodes = _start(builder, tasks, seeds, group_size)
@@ -312,6 +397,16 @@ def collect(suite: Suite, tasks: Sequence[TaskSpec], seeds: Sequence[int], *, gr
         live = [e for e in episodes if not e.done]
         if not live:
             break
+        summarising = [e for e in live if e.summarising]
+        if summarising:  # context compaction: these episodes summarise before they act
+            t0 = time.perf_counter()
+            prompts = [builder.prompt(e) for e in summarising]
+            samples = engine.generate(prompts, max_new_tokens=spec.compact_tokens,
+                                      temperature=spec.temperature, greedy=spec.greedy,
+                                      seed=derive_seed("rollout-summary", seed, rounds))
+            generate_s += time.perf_counter() - t0
+            for episode, prompt, sample in zip(summarising, prompts, samples):
+                _compact(builder, episode, prompt, sample)
         prompts = [builder.prompt(e) for e in live]
         t0 = time.perf_counter()
         samples = engine.generate(prompts, max_new_tokens=spec.max_new_tokens,
@@ -332,6 +427,9 @@ def collect(suite: Suite, tasks: Sequence[TaskSpec], seeds: Sequence[int], *, gr
     stats = {"rollout_s": time.perf_counter() - started, "generate_s": generate_s,
              "generation_tokens_per_s": generated / max(generate_s, 1e-9),
              "rounds": float(rounds)}
+    if spec.compact_budget is not None:
+        stats["compactions"] = float(sum(e.segments.index for e in episodes))
     return RolloutBatch(builder.transitions, inputs, step_transition, step_turn,
                         [_record(builder, e) for e in episodes], stats,
-                        [tuple(e.records) for e in episodes] if spec.record_steps else [])
+                        [tuple(e.records) for e in episodes] if spec.record_steps else [],
+                        tuple(builder.sequence_of))

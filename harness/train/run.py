@@ -28,7 +28,7 @@ from harness.train.metrics_table import write_train_metrics
 from harness.train.config import TrainConfig
 from harness.train.checkpoint import is_checkpoint
 from harness.train.evaluation import EvalSpec, evaluate_checkpoint
-from harness.train.trainer import Trainer, UpdateResult
+from harness.train.trainer import Trainer, UpdateResult, compaction_options
 
 __all__ = ["SeedSummary", "run_training", "evaluate_trainer", "run_id_of", "metrics_run_id",
            "policy_ids",
@@ -82,7 +82,7 @@ def evaluate_trainer(trainer: Trainer, run_id: str, *, policy_id: str, greedy: b
     c = trainer.config
     spec = EvalSpec(greedy=greedy, samples=samples, max_new_tokens=c.rollout.max_new_tokens,
                     temperature=c.rollout.temperature, max_steps=c.rollout.max_steps,
-                    threads=c.model.threads)
+                    threads=c.model.threads, compaction=compaction_options(c.rollout))
     _, rate = evaluate_checkpoint(checkpoint, trainer.suite.id, c.eval.split, c.eval.n_tasks,
                                   spec, db=c.db, run_id=run_id, policy_id=policy_id,
                                   train_seed=trainer.train_seed,

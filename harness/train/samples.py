@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -17,9 +18,14 @@ __all__ = ["base_samples", "with_advantages", "step_values", "rollout_metrics"]
 
 def base_samples(batch: RolloutBatch) -> list[TrainSample]:
     """One `TrainSample` per transition, advantages still zero. A transition's value
-    positions are the positions just before each of its turns' first sampled token."""
+    positions are the positions just before each of its turns' first sampled token. The
+    segments of a compacted episode (`RolloutBatch.sequence_of`) are one sequence for the
+    loss: each carries the episode's index and its sampled-token count over every segment."""
+    sequence_tokens: dict[int, int] = {}
+    for sequence, t in zip(batch.sequence_of, batch.transitions):
+        sequence_tokens[sequence] = sequence_tokens.get(sequence, 0) + t.n_sampled
     samples = []
-    for t in batch.transitions:
+    for index, t in enumerate(batch.transitions):
         start = len(t.prompt_ids)
         firsts, seen = [], set()
         for k, step in enumerate(t.token_steps):
@@ -27,9 +33,11 @@ def base_samples(batch: RolloutBatch) -> list[TrainSample]:
                 seen.add(step)
                 firsts.append(start + k - 1)
         zeros = (0.0,) * len(t.response_ids)
+        sequence = batch.sequence_of[index] if batch.sequence_of else -1
         samples.append(TrainSample(t.prompt_ids + t.response_ids, start,
                                    tuple(float(m) for m in t.loss_mask), t.logprobs, zeros,
-                                   value_positions=tuple(firsts)))
+                                   value_positions=tuple(firsts), sequence=sequence,
+                                   sequence_tokens=sequence_tokens.get(sequence, 0)))
     return samples
 
 
@@ -47,22 +55,32 @@ def with_advantages(batch: RolloutBatch, samples: Sequence[TrainSample],
                     advantages: Advantages, values: Sequence[Sequence[float]] | None = None
                     ) -> list[TrainSample]:
     """Samples carrying per-token advantages (each token gets its step's advantage; tree
-    prefixes shared by several leaves carry equal advantages) and PPO value targets."""
+    prefixes shared by several leaves carry equal advantages) and PPO value targets.
+
+    A step is looked up by (transition, step) and, failing that, by (episode, step): the
+    summary that ends a compacted segment belongs to the step that follows it, which lies in
+    the next segment, so its tokens carry that step's advantage and value target."""
     per_step: dict[tuple[int, int], float] = {}
     target: dict[tuple[int, int], float] = {}
+    episodes = batch.inputs.episode.tolist()
     for row, key in enumerate(zip(batch.step_transition.tolist(), batch.step_turn.tolist())):
-        per_step.setdefault(key, float(advantages.advantages[row]))
-        if advantages.value_targets is not None:
-            target.setdefault(key, float(advantages.value_targets[row]))
+        for where in (key, ("episode", episodes[row], key[1])):
+            per_step.setdefault(where, float(advantages.advantages[row]))
+            if advantages.value_targets is not None:
+                target.setdefault(where, float(advantages.value_targets[row]))
+
+    def lookup(table: dict, index: int, t: Any, step: int) -> float:
+        return table.get((index, step), table.get(("episode", t.episode, step), 0.0))
+
     out = []
     for index, (t, sample) in enumerate(zip(batch.transitions, samples)):
-        token_adv = tuple(per_step.get((index, step), 0.0) if m else 0.0
+        token_adv = tuple(lookup(per_step, index, t, step) if m else 0.0
                           for step, m in zip(t.token_steps, t.loss_mask))
         changes = {"advantages": token_adv}
         if values is not None and advantages.value_targets is not None:
             turns = sorted({s for s, m in zip(t.token_steps, t.loss_mask) if m})
             changes["old_values"] = tuple(values[index])
-            changes["value_targets"] = tuple(target.get((index, s), 0.0) for s in turns)
+            changes["value_targets"] = tuple(lookup(target, index, t, s) for s in turns)
         out.append(replace(sample, **changes))
     return out
 

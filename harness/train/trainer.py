@@ -36,7 +36,8 @@ from tasks import get_suite
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Trainer", "UpdateResult", "trainer_history", "EPISODE_HISTORY"]
+__all__ = ["Trainer", "UpdateResult", "trainer_history", "compaction_options",
+           "EPISODE_HISTORY"]
 
 EPISODE_HISTORY = 10_000
 """The scaffold's history window when the context is the whole episode (every step)."""
@@ -47,6 +48,15 @@ def trainer_history(config: TrainConfig) -> int:
     the whole episode with ``context = "episode"`` (so `harness run` shows every turn)."""
     r = config.rollout
     return r.history if r.context == "step" else EPISODE_HISTORY
+
+
+def compaction_options(rollout: Any) -> dict[str, Any] | None:
+    """The harness options that play a checkpoint with the compaction it was trained with
+    (``layers=compaction&...`` of its policy spec); None when it was trained without."""
+    if rollout.compact_budget is None:
+        return None
+    return {"layers": "compaction", "compact_budget": rollout.compact_budget,
+            "compact_tokens": rollout.compact_tokens, "compact_prompt": rollout.compact_prompt}
 
 
 @dataclass(frozen=True)
@@ -202,7 +212,9 @@ class Trainer:
         seeds = [derive_seed(self.suite.id, t.id, "train", self.train_seed, step) for t in tasks]
         spec = RolloutSpec(context=r.context, max_new_tokens=r.max_new_tokens,
                            temperature=r.temperature, max_steps=r.max_steps,
-                           branches=r.branches, branch_steps=tuple(r.branch_steps))
+                           branches=r.branches, branch_steps=tuple(r.branch_steps),
+                           compact_budget=r.compact_budget, compact_tokens=r.compact_tokens,
+                           compact_prompt=r.compact_prompt)
         return collect(self.rollout_suite, tasks, seeds, group_size=r.group_size,
                        engine=self.engine,
                        tokenization=self.tokenization, scaffold=self.scaffold, spec=spec,
@@ -273,7 +285,8 @@ class Trainer:
                 "metrics": metrics, "scaffold": self.scaffold.spec.to_dict(),
                 "decoding": {"temperature": c.rollout.temperature,
                              "max_new_tokens": c.rollout.max_new_tokens,
-                             "context": c.rollout.context},
+                             "context": c.rollout.context,
+                             "compaction": compaction_options(c.rollout)},
                 "init": init, "train_config": c.to_dict()}
 
     def save(self) -> Path:
