@@ -26,6 +26,7 @@ from harness.core import HarnessError
 from harness.records import EpisodeKey
 from harness.report import figures as fig
 from harness.report.abstention import abstention_report_tables
+from harness.report.compaction import budget_rows, policy_budgets
 from harness.report.scope import scope_report_tables, with_scope
 from harness.report import table_builders as tb
 from harness.report.page import Trajectory, anchor, page_html
@@ -168,9 +169,14 @@ def _write_tables(tables: list[Table], directory: Path, comment: str) -> list[Pa
     return written + [master]
 
 
-def _figure_makers(frame, ranked, by_type, passk, train_metrics):
+def _figure_makers(frame, ranked, by_type, passk, train_metrics, budgets=None):
     """``(name, make)`` per figure; ``make(width)`` draws it at ``width`` inches."""
     makers = []
+    for suite, rows in (budgets if budgets is not None else pd.DataFrame(
+            columns=["suite"])).groupby("suite", sort=True):  # runs at several budgets
+        makers.append((f"score-vs-budget-{suite}", lambda w, rows=rows, suite=suite:
+                       fig.score_against_budget(rows, f"{suite}: score against context "
+                                                "budget", width=w)))
     for suite, rows in ranked.groupby("suite", sort=True):
         makers.append((f"forest-{suite}", lambda w, rows=rows, suite=suite: fig.forest_plot(
             rows, f"{suite}: success rate", width=w)))
@@ -193,12 +199,13 @@ def _figure_makers(frame, ranked, by_type, passk, train_metrics):
 
 
 def _write_figures(frame, ranked, by_type, passk, directory: Path,
-                   train_metrics: pd.DataFrame | None = None) -> list[Path]:
+                   train_metrics: pd.DataFrame | None = None,
+                   budgets: pd.DataFrame | None = None) -> list[Path]:
     """Each figure at double-column width (`figures.PAGE_WIDTH`) into ``directory`` and at
     single-column width (`figures.COLUMN_WIDTH`) into ``directory/column`` where it is no
     taller than a page (`figures.PAGE_HEIGHT`)."""
     written: list[Path] = []
-    for name, make in _figure_makers(frame, ranked, by_type, passk, train_metrics):
+    for name, make in _figure_makers(frame, ranked, by_type, passk, train_metrics, budgets):
         try:
             figure = make(fig.PAGE_WIDTH)
         except HarnessError as exc:
@@ -276,8 +283,11 @@ def build_report(db: str | os.PathLike, out: str | os.PathLike, *, command: str,
         tables += audit_tables
         files = _write_tables(tables, out / "tables", provenance_comment(provenance))
         trajectories = _trajectories(store, frame, options) if not frame.empty else []
+        budgets = budget_rows(paper, policy_budgets(store, paper["policy"].unique())) \
+            if not paper.empty else None
     figure_files = (_write_figures(paper, ranked[split], by_type, passk, out / "figures",
-                                   train_metrics) if options.figures and not paper.empty else [])
+                                   train_metrics, budgets)
+                    if options.figures and not paper.empty else [])
     page = _write_page(out, frame, ranked, audit_tables, trajectories, provenance, options)
     (out / "provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True) + "\n",
                                          encoding="utf-8")

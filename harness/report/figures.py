@@ -352,3 +352,30 @@ def learning_curves(metrics: pd.DataFrame, metric: str = "success", *,
         axes.set_ylabel(metric.replace("_", " "))
         _finish_curves(figure, axes, f"Learning curves: {metric.replace('_', ' ')}", width)
     return figure
+
+
+def score_against_budget(rows: pd.DataFrame, title: str, *,
+                         width: float = PAGE_WIDTH) -> Figure:
+    """Mean score against the context compaction budget (log2 axis, tokens) per base policy,
+    with 95% intervals (`harness.report.compaction.budget_rows` of one suite); a base's full
+    context (no compaction) is a dashed line with its interval shaded."""
+    with matplotlib.rc_context(STYLE):
+        figure, axes = _curve_figure(width)
+        for index, (base, points) in enumerate(rows.groupby("base", sort=True)):
+            style = _style(index)
+            compacted = points[points["budget"].notna()].sort_values("budget")
+            axes.errorbar(compacted["budget"], compacted["score"],
+                          yerr=[compacted["score"] - compacted["low"],
+                                compacted["high"] - compacted["score"]],
+                          label=base, linewidth=1.2, markersize=3.5, capsize=2, **style)
+            full = points[points["budget"].isna()]
+            if not full.empty:
+                axes.axhline(full["score"].iloc[0], color=style["color"], linestyle="--",
+                             linewidth=0.9)
+                axes.axhspan(full["low"].iloc[0], full["high"].iloc[0],
+                             color=style["color"], alpha=0.12, linewidth=0)
+        axes.set_xscale("log", base=2)
+        axes.set_xlabel("context budget (tokens; dashed: no compaction)")
+        axes.set_ylabel("mean score")
+        _finish_curves(figure, axes, title, width)
+    return figure

@@ -341,6 +341,23 @@ def _compact(builder: _Builder, episode: _Episode, prompt: list[int], sample: An
                f"{first}-{turn - 1} summarised")
 
 
+def _summarise(builder: _Builder, live: list[_Episode], engine: Engine, seed: int) -> float:
+    """Context compaction: the live episodes whose context ends with the summary request
+    generate their summaries (one batch) and continue in their next segments. Returns the
+    generation's seconds."""
+    summarising = [e for e in live if e.summarising]
+    if not summarising:
+        return 0.0
+    spec, started = builder.spec, time.perf_counter()
+    prompts = [builder.prompt(e) for e in summarising]
+    samples = engine.generate(prompts, max_new_tokens=spec.compact_tokens,
+                              temperature=spec.temperature, greedy=spec.greedy, seed=seed)
+    elapsed = time.perf_counter() - started
+    for episode, prompt, sample in zip(summarising, prompts, samples):
+        _compact(builder, episode, prompt, sample)
+    return elapsed
+
+
 def _finish_episode(builder: _Builder, episode: _Episode) -> None:
     if builder.spec.context == "episode":
         _close_segment(builder, episode, done=True)
@@ -397,16 +414,8 @@ def collect(suite: Suite, tasks: Sequence[TaskSpec], seeds: Sequence[int], *, gr
         live = [e for e in episodes if not e.done]
         if not live:
             break
-        summarising = [e for e in live if e.summarising]
-        if summarising:  # context compaction: these episodes summarise before they act
-            t0 = time.perf_counter()
-            prompts = [builder.prompt(e) for e in summarising]
-            samples = engine.generate(prompts, max_new_tokens=spec.compact_tokens,
-                                      temperature=spec.temperature, greedy=spec.greedy,
-                                      seed=derive_seed("rollout-summary", seed, rounds))
-            generate_s += time.perf_counter() - t0
-            for episode, prompt, sample in zip(summarising, prompts, samples):
-                _compact(builder, episode, prompt, sample)
+        generate_s += _summarise(builder, live, engine, derive_seed("rollout-summary", seed,
+                                                                     rounds))
         prompts = [builder.prompt(e) for e in live]
         t0 = time.perf_counter()
         samples = engine.generate(prompts, max_new_tokens=spec.max_new_tokens,
