@@ -6,10 +6,11 @@ steps (built once per image into a shared layer), and its working directory. Pyt
 get the Python of their version where a Debian release carries it (3.9 bullseye, 3.11
 bookworm, 3.13 trixie), laid out as the official image lays it out: ``python``/``python3``/
 ``pip`` in ``/usr/local/bin`` and pip, setuptools and wheel in
-``/usr/local/lib/python3.X/site-packages``, and no Debian Python package (Debian's pip and
-pytest purged: a task that breaks the image's pip breaks it here too, and pip never meets a
-Debian-installed package it cannot uninstall); pytest is installed from PyPI (not in the official
-image: offline verifiers need it, and tasks that install their own pin replace it). An image that is not in `BASE_IMAGES` (e.g.
+``/usr/local/lib/python3.X/site-packages`` (a virtual environment at ``/usr/local`` over
+Debian's interpreter, `_PYTHON_IMAGE`), where no Debian Python library is seen (Debian's pip
+and pytest purged: a task that breaks the image's pip breaks it here too); pytest is installed
+from PyPI (not in the official image: offline verifiers need it, and tasks that install their
+own pin replace it). An image that is not in `BASE_IMAGES` (e.g.
 ``localstack/localstack``, whose image *is* the environment) makes the task unsupported with
 its name: it is never silently replaced.
 
@@ -32,29 +33,26 @@ from dataclasses import dataclass
 __all__ = ["BASE_IMAGES", "BaseImage", "base_image"]
 
 _PYTHON_IMAGE = (
-    "python3 -m pip install -q --ignore-installed pip setuptools wheel"
-    " && apt-get purge -y -q python3-pytest python3-pip python3-setuptools python3-wheel"
+    "apt-get purge -y -q python3-pytest python3-pip python3-setuptools python3-wheel"
     " && apt-get autoremove -y -q --purge"
-    " && python3 -m pip install -q pytest"
-    " && v=$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])')"
-    " && ln -sfn dist-packages /usr/local/lib/python$v/site-packages"
-    " && ln -sf /usr/bin/python3 /usr/local/bin/python3"
-    " && ln -sf /usr/bin/python3 /usr/local/bin/python"
-    " && ln -sf /usr/bin/python3 /usr/local/bin/python$v")
-"""(Run with ``PIP_BREAK_SYSTEM_PACKAGES=1``, which bullseye's older pip ignores.) The
-official python image's layout on Debian's Python: pip, setuptools and wheel from PyPI
-in ``/usr/local/lib/python3.X/dist-packages`` (Debian's ``site-packages`` there), reachable as
-``site-packages`` too, and the commands in ``/usr/local/bin``."""
+    " && python3 -m venv /usr/local"
+    " && /usr/local/bin/python3 -m pip install -q --upgrade pip setuptools wheel"
+    " && /usr/local/bin/python3 -m pip install -q pytest")
+"""The official python image's interpreter on Debian's Python: a virtual environment at
+``/usr/local`` (``/usr/local/bin/python``, ``python3``, ``python3.X``, ``pip`` first on PATH,
+packages in ``/usr/local/lib/python3.X/site-packages``) with pip, setuptools and wheel from
+PyPI, which sees no Debian Python library. In the official image Debian's Python, when a task
+installs it (``apt-get install python3-pip``), is a second interpreter at ``/usr/bin/python3``
+whose libraries the image's pip never meets; so it is here, and a Debian library that has no
+RECORD never stops pip from upgrading a package."""
 _UV = "python3 -m pip install -q uv==0.8.15"
 """uv as the t-bench images carry it (from PyPI, at build time through the registries egress):
 solutions that fetch uv's installer from astral.sh, outside the registries, find it on PATH."""
 _T_BENCH_PACKAGES = ("asciinema", "procps", "tmux")
 _T_BENCH_PYTHON_PACKAGES = ("procps", "tmux")
-_ASCIINEMA = "python3 -m pip install -q asciinema==2.4.0"
-"""asciinema (Debian 13's version) from PyPI on the python image: Debian's package would keep
-Debian's Python libraries it needs (pkg-resources, typing-extensions, ...) on the image's
-Python, where pip cannot upgrade them (they have no RECORD) and `pip install transformers`
-fails; the image's own Python has no Debian library."""
+_T_BENCH_PYTHON_TOOLS = "/usr/local/bin/python3 -m pip install -q asciinema==2.4.0 uv==0.8.15"
+"""asciinema (Debian 13's version) and uv into the python image's interpreter (from PyPI):
+Debian's asciinema would pull Debian's Python libraries."""
 _PYTHON_PACKAGES = ("python3-dev",)
 """The python image's headers (``Python.h``): its tasks build C extensions against them."""
 
@@ -87,7 +85,7 @@ def _python(version: str, suite: str, python: str) -> BaseImage:
 BASE_IMAGES = (
     BaseImage("t-bench/python-3-13", r"ghcr\.io/laude-institute/t-bench/python-3-13(:.*)?",
               "trixie", "/app", _T_BENCH_PYTHON_PACKAGES + _PYTHON_PACKAGES,
-              f"{_PYTHON_IMAGE} && {_ASCIINEMA} && {_UV}",
+              f"{_PYTHON_IMAGE} && {_T_BENCH_PYTHON_TOOLS}",
               "t-bench python-3-13 emulated: Debian 13's Python 3.13 laid out as the python "
               "image, WORKDIR /app, uv 0.8.15, tmux, asciinema, procps"),
     BaseImage("t-bench/ubuntu-24-04", r"ghcr\.io/laude-institute/t-bench/ubuntu-24-04(:.*)?",
