@@ -25,7 +25,8 @@ from typing import Any
 from harness.records import StepRecord  # noqa: F401 - re-exported type of the env steps
 from tasks.base import StepResult, SuiteBase, TaskSpec, get_suite, register_suite
 
-__all__ = ["BENCH_SUITE", "first_move_reward", "FirstMoveSuite", "TrainBench",
+__all__ = ["BENCH_SUITE", "GUIDED_SUITE", "first_move_reward", "FirstMoveSuite", "GuidedSuite",
+           "TrainBench",
            "RolloutEngineRun", "bench_train", "bench_rollout_engines", "train_report"]
 
 BENCH_SUITE = "bench-frozenlake-first-move"
@@ -87,6 +88,53 @@ class FirstMoveSuite(SuiteBase):
 
     def make_env(self, task_id: str) -> _FirstMoveEnv:
         return _FirstMoveEnv(self.base.make_env(task_id))
+
+
+GUIDED_SUITE = "bench-frozenlake-guided"
+
+
+class _GuidedEnv:
+    """`BASE_SUITE`'s episode with a dense reward: each step scores the reply by
+    `first_move_reward` against the oracle's move from that state, then plays it on the map.
+    ``won`` is the map's; ``score`` the mean step reward so far."""
+
+    def __init__(self, inner: Any):
+        self.inner, self.max_steps = inner, inner.max_steps
+        self._rewards: list[float] = []
+
+    def reset(self, *, seed: int):
+        self._rewards = []
+        return self.inner.reset(seed=seed)
+
+    def step(self, action: str) -> StepResult:
+        reward = first_move_reward(action, self.inner.oracle_action())
+        result = self.inner.step(_first_line(action))
+        self._rewards.append(reward)
+        info = {**result.info, "score": sum(self._rewards) / len(self._rewards)}
+        return StepResult(result.observation, reward, result.terminated, result.truncated,
+                          info)
+
+    def oracle_action(self) -> str:
+        return self.inner.oracle_action()
+
+
+class GuidedSuite(SuiteBase):
+    """Multi-step bench suite over `BASE_SUITE`'s train and test maps with the oracle's
+    dense per-step reward (learning shows within minutes on a CPU; the compaction tests)."""
+
+    name = GUIDED_SUITE
+    version = 1
+    description = "bench only: frozenlake-random maps, each step rewarded like the first move"
+    trivial_actions = {"left": "Left"}
+
+    def __init__(self) -> None:
+        self.base = get_suite(BASE_SUITE)
+        self.instructions = self.base.instructions
+        super().__init__([TaskSpec(t.id, t.split, t.task_type, t.metadata)
+                          for split in ("train", "test") for t in self.base.tasks(split)])
+
+    def make_env(self, task_id: str) -> _GuidedEnv:
+        return _GuidedEnv(self.base.make_env(task_id))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,10 @@ def _suites():
 
     if f"{BENCH_SUITE}@1" not in suite_ids():
         register_suite(BENCH_SUITE, 1, FirstMoveSuite)
+    from harness.train.bench import GUIDED_SUITE, GuidedSuite
+
+    if f"{GUIDED_SUITE}@1" not in suite_ids():
+        register_suite(GUIDED_SUITE, 1, GuidedSuite)
 
 
 @pytest.fixture(autouse=True)
