@@ -11,7 +11,9 @@ as upstream's tool-calling agent makes one tool call or one message per turn:
 
 The episode ends when the user's reply contains ``###STOP###`` or the agent calls
 ``transfer_to_human_agents``, and is then graded (`grading.grade`: database hash and required
-outputs); the step limit (30, upstream's) truncates with reward 0. Text that is not such an
+outputs); the step limit (30, upstream's) truncates with reward 0. The last step says
+whether the episode ``abstained``: its database is as it started (nothing changed; what the
+answerability of `tasks.taubench.answerability` reads). Text that is not such an
 object, an unknown tool, or a ``respond`` without text is ``invalid`` and changes nothing.
 
 Capabilities: `snapshot()`/`restore()`, `oracle_action()` (the *gold agent*: the task's gold
@@ -29,8 +31,8 @@ import orjson
 
 from harness.core import HarnessError
 from tasks.base import StepResult
-from tasks.taubench.data import Domain, TaskRecord
-from tasks.taubench.grading import TERMINATE_TOOLS, call_tool, grade, toolbox
+from tasks.taubench.data import Domain, TaskRecord, database_digest
+from tasks.taubench.grading import TERMINATE_TOOLS, call_tool, fresh_digest, grade, toolbox
 from tasks.taubench.users import STOP, UserSimulator, UserSpec, make_user
 
 __all__ = ["TauEnv", "MAX_STEPS", "RESPOND", "parse_action", "tool_action", "respond_action"]
@@ -137,8 +139,12 @@ class TauEnv:
             reward = result.reward
             info.update(won=reward == 1.0, score=reward, r_actions=result.r_actions,
                         outputs_found=result.outputs, user_ended=source == "user",
-                        gold_actions_done=self._gold_done, user_refused=self._refused)
+                        gold_actions_done=self._gold_done, user_refused=self._refused,
+                        abstained=result.database_hash == fresh_digest(self.domain))
         truncated = not done and self._steps >= self.max_steps
+        if truncated:
+            assert self._database is not None
+            info["abstained"] = database_digest(self._database) == fresh_digest(self.domain)
         self._done = done or truncated
         return StepResult(observation, reward, done, truncated, {**info, **extra})
 

@@ -16,7 +16,8 @@ from typing import Any
 from tasks.taubench.data import Domain, TaskRecord, database_digest, load_domain
 from tasks.taubench.toolkit import Toolbox
 
-__all__ = ["Grade", "TERMINATE_TOOLS", "call_tool", "gold_hash", "grade", "toolbox"]
+__all__ = ["Grade", "TERMINATE_TOOLS", "call_tool", "fresh_digest", "gold_hash", "grade",
+           "toolbox"]
 
 TERMINATE_TOOLS = frozenset({"transfer_to_human_agents"})
 
@@ -67,6 +68,17 @@ def replay(domain: Domain, task: TaskRecord) -> dict[str, Any]:
 @functools.lru_cache(maxsize=2048)
 def _gold_hash(domain_name: str, folder: str, task: TaskRecord) -> str:
     return database_digest(replay(load_domain(domain_name, folder), task))
+
+
+_FRESH: dict[tuple[str, str], str] = {}
+
+
+def fresh_digest(domain: Domain) -> str:
+    """The digest of the domain's database as every episode starts (cached per domain)."""
+    key = (domain.name, str(domain.folder))
+    if key not in _FRESH:
+        _FRESH[key] = database_digest(domain.fresh_database())
+    return _FRESH[key]
 
 
 def gold_hash(domain: Domain, task: TaskRecord) -> str:

@@ -5,7 +5,9 @@ says whether its gold actions change the database (``write``/``read-only``) and 
 requires outputs (``+outputs``): end-at-once scores exactly on the read-only tasks without
 outputs. The policy document (``wiki.md``), upstream's rules, the tool schemas and the action
 format are the agent's instructions. The user simulator comes from ``TAUBENCH_USER``
-(default ``scripted``; `tasks.taubench.users`) or the `user` argument.
+(default ``scripted``; `tasks.taubench.users`) or the `user` argument. Tasks without required
+outputs declare their answerability (`tasks.taubench.answerability`: answerable when the gold
+actions change the database).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 from typing import Any
 
 from tasks.base import Comparability, SuiteBase, TaskSpec
+from tasks.taubench.answerability import changes_database, declared_answerability
 from tasks.taubench.data import Domain, TaskRecord, data_dir, load_domain
 from tasks.taubench.env import MAX_STEPS, TauEnv, respond_action, tool_action
 from tasks.taubench.grading import toolbox
@@ -72,9 +75,11 @@ class TauSuite(SuiteBase):
             "Tools (JSON schemas):\n" + "\n".join(
                 json.dumps(spec.schema()) for spec in tools.specs.values()),
             FORMAT])
+        changes = changes_database(self.domain)
         super().__init__([TaskSpec(t.id, t.split, _task_type(t, tools.write_tools), {
             "user_id": t.user_id, "gold_actions": len(t.actions), "outputs": len(t.outputs),
-            "annotator": t.annotator, "user": str(self.user_spec)}) for t in self.domain.tasks])
+            "annotator": t.annotator, "user": str(self.user_spec)},
+            answerability=declared_answerability(t, changes)) for t in self.domain.tasks])
 
     def record(self, task_id: str) -> TaskRecord:
         self.task(task_id)
