@@ -245,6 +245,20 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_scope(episodes: Any, args: argparse.Namespace) -> str:
+    import numpy as np
+
+    from harness.report.scope import with_scope
+    from harness.stats.scope import compare_scope, format_scope_comparison
+    from harness.store import Store
+
+    with Store(args.db, readonly=True) as store:
+        frame = with_scope(store, episodes)
+    result = compare_scope(frame, args.a, args.b, np.random.default_rng(args.seed),
+                           suite=args.suite, n_resamples=args.resamples)
+    return format_scope_comparison(result, args.metric)
+
+
 def cmd_quickstart(args: argparse.Namespace) -> int:
     from harness.quickstart import quickstart_config
 
@@ -284,6 +298,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         result = compare_abstention(episodes, args.a, args.b, np.random.default_rng(args.seed),
                                     suite=args.suite, n_resamples=args.resamples)
         print(format_abstention_comparison(result, args.metric))
+        return 0
+    if args.metric in SCOPE_METRICS:
+        print(_compare_scope(episodes, args))
         return 0
     comparison = compare_policies(episodes, args.a, args.b, rng=np.random.default_rng(args.seed),
                                   suite=args.suite, metric=args.metric, margin=args.margin,
@@ -503,9 +520,11 @@ def _add_reading_commands(sub: Any) -> None:
     p.add_argument("--db", default="results/harness.db")
     p.add_argument("--run-id", action="append", help="only these runs (repeatable)")
     p.add_argument("--suite", help="only this suite (default: every suite both played)")
-    p.add_argument("--metric", choices=["success", "score", *ABSTENTION_METRICS],
-                   default="success", help="success, score, or an abstention metric (paired "
-                   "over the tasks that declare answerability)")
+    p.add_argument("--metric", choices=["success", "score", *ABSTENTION_METRICS,
+                                        *SCOPE_METRICS],
+                   default="success", help="success, score, an abstention metric (paired "
+                   "over the tasks that declare answerability) or a scope metric (over the "
+                   "tasks that declare their scope)")
     p.add_argument("--margin", type=float, help="equivalence margin for the paired TOST, in "
                    "outcome units (e.g. 0.02); without it equivalence is not tested")
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap/permutation draws")

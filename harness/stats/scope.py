@@ -15,11 +15,16 @@ acted on that are in scope), ``acted`` (entries acted on), ``in_scope`` (entries
 
 Intervals: the cluster bootstrap over tasks (all of a task's episodes resampled together,
 `harness.stats.bootstrap`'s resampling), every metric recomputed from the resampled sums,
-percentile intervals. A metric whose denominator is empty is NaN (precision of a policy that
-acted on nothing).
+percentile intervals. `compare_scope` pairs two policies on the keys both played: the
+difference with a paired cluster bootstrap interval and a permutation p that swaps whole
+tasks' episodes between them (as `harness.stats.abstention_runs.compare_abstention`). A
+metric whose denominator is empty is NaN (precision of a policy that acted on nothing).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -28,9 +33,10 @@ from harness.core import HarnessError
 from harness.stats.abstention import _harmonic, _ratio
 from harness.stats.bootstrap import _blocks, _check_options, _labels_to_codes, _resample_counts
 from harness.stats.estimators import Interval
+from harness.stats.frame import aligned_outcomes
 
 __all__ = ["METRICS", "COLUMNS", "scope_sums", "metrics_from_sums", "scope_metrics",
-           "scope_table"]
+           "scope_table", "ScopeComparison", "compare_scope", "format_scope_comparison"]
 
 METRICS = ("scope_precision", "scope_recall", "scope_f1", "app_progress")
 COLUMNS = ("acted_in_scope", "acted", "in_scope", "reached", "subgoals")
@@ -122,3 +128,116 @@ def scope_table(df: pd.DataFrame, rng: np.random.Generator, *, n_resamples: int 
             values = {m: (float(point[m]), np.nan, np.nan) for m in METRICS}
         out += [(suite, policy, len(group), n_tasks, m, *values[m]) for m in METRICS]
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
+
+
+@dataclass(frozen=True)
+class ScopeComparison:
+    """Policy A against B on their shared keys: per metric of `METRICS`, ``values[m]`` is
+    ``(value_a, value_b)``, ``differences[m]`` A - B with its paired cluster bootstrap
+    interval and ``p_values[m]`` the task-swap permutation p (NaN where undefined)."""
+
+    policy_a: str
+    policy_b: str
+    n_keys: int
+    n_tasks: int
+    values: Mapping[str, tuple[float, float]]
+    differences: Mapping[str, Interval]
+    p_values: Mapping[str, float]
+    method: str
+
+
+def _paired_sums(df: pd.DataFrame, a: str, b: str, suite: str | None
+                 ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per-task sums ``(n_tasks, 5)`` of A and B on the keys both played (aligned as
+    `harness.stats.frame.aligned_outcomes` aligns them: each row's position travels through
+    its score column), and the key count."""
+    rows = df[df["in_scope"].notna()].reset_index(drop=True) if "in_scope" in df else df[:0]
+    if rows.empty:
+        raise HarnessError("no episode reports its scope: the scope metrics need tasks that "
+                           "declare it (appworld-lite@3's scope templates)")
+    aligned = aligned_outcomes(rows.assign(score=np.arange(len(rows), dtype=float)), (a, b),
+                               metric="score", suite=suite)
+    codes = np.unique(aligned.tasks, return_inverse=True)[1].reshape(-1)
+    n_tasks = int(codes.max()) + 1
+    sums = []
+    for j in range(2):
+        picked = rows.iloc[aligned.values[:, j].astype(int)]
+        per_episode = _per_episode(*(picked[c].to_numpy(float) for c in COLUMNS))
+        sums.append(np.stack([np.bincount(codes, weights=per_episode[:, k], minlength=n_tasks)
+                              for k in range(per_episode.shape[1])], axis=1))
+    return sums[0], sums[1], aligned.n_keys
+
+
+def _swap_pvalues(sum_a: np.ndarray, sum_b: np.ndarray, observed: Mapping[str, float],
+                  rng: np.random.Generator, n_resamples: int, exact_max_units: int = 16
+                  ) -> tuple[dict[str, float], str]:
+    """Permutation p of ``|metric_a - metric_b|`` under swaps of whole tasks' episodes (exact
+    over all ``2**n_tasks`` swaps up to 16 tasks; else random swaps, ``(1 + hits) / (1 + n)``)."""
+    n_tasks = sum_a.shape[0]
+    exact = n_tasks <= exact_max_units
+    total = 2**n_tasks if exact else n_resamples
+    hits, seen = dict.fromkeys(METRICS, 0), dict.fromkeys(METRICS, 0)
+    for start in range(0, total, 65_536):
+        size = min(65_536, total - start)
+        swaps = ((np.arange(start, start + size)[:, None] >> np.arange(n_tasks)) & 1 if exact
+                 else rng.integers(0, 2, size=(size, n_tasks)))
+        moved = swaps @ (sum_b - sum_a)
+        ma, mb = metrics_from_sums(sum_a.sum(0) + moved), metrics_from_sums(sum_b.sum(0) - moved)
+        for m in METRICS:
+            d = np.abs(ma[m] - mb[m])
+            finite = np.isfinite(d)
+            seen[m] += int(finite.sum())
+            hits[m] += int((d[finite] >= abs(observed[m]) - 1e-12).sum())
+    p = {m: (float("nan") if not np.isfinite(observed[m]) or seen[m] == 0
+             else hits[m] / seen[m] if exact else (hits[m] + 1) / (seen[m] + 1))
+         for m in METRICS}
+    return p, "exact over all task swaps" if exact else f"{n_resamples} random task swaps"
+
+
+def compare_scope(df: pd.DataFrame, a: str, b: str, rng: np.random.Generator, *,
+                  suite: str | None = None, n_resamples: int = 10_000,
+                  confidence: float = 0.95) -> ScopeComparison:
+    """Paired comparison of policies `a` and `b` on every scope metric over the rows of `df`
+    that carry the scope counts: the difference A - B with a paired cluster bootstrap
+    interval (the same resampled tasks for both) and a task-swap permutation p; needs at
+    least two shared tasks."""
+    _check_options(n_resamples, confidence, "percentile")
+    sum_a, sum_b, n_keys = _paired_sums(df, a, b, suite)
+    n_tasks = sum_a.shape[0]
+    if n_tasks < 2:
+        raise HarnessError(f"policies {a!r} and {b!r} share {n_tasks} task that reports its "
+                           "scope; a comparison clustered by task needs at least 2")
+    point_a, point_b = metrics_from_sums(sum_a.sum(0)), metrics_from_sums(sum_b.sum(0))
+    observed = {m: float(point_a[m] - point_b[m]) for m in METRICS}
+    boot_a, boot_b = np.empty((n_resamples, 5)), np.empty((n_resamples, 5))
+    start = 0
+    for size in _blocks(n_resamples, n_tasks):
+        weights = _resample_counts(rng, size, n_tasks)
+        boot_a[start:start + size], boot_b[start:start + size] = weights @ sum_a, weights @ sum_b
+        start += size
+    ma, mb = metrics_from_sums(boot_a), metrics_from_sums(boot_b)
+    alpha = (1 - confidence) / 2
+    differences = {}
+    for m in METRICS:
+        d = (ma[m] - mb[m])[np.isfinite(ma[m] - mb[m])]
+        low, high = np.quantile(d, [alpha, 1 - alpha]) if d.size else (np.nan, np.nan)
+        differences[m] = Interval(observed[m], float(low), float(high), confidence,
+                                  "paired cluster percentile")
+    p_values, how = _swap_pvalues(sum_a, sum_b, observed, rng, n_resamples)
+    return ScopeComparison(a, b, n_keys, n_tasks,
+                           {m: (float(point_a[m]), float(point_b[m])) for m in METRICS},
+                           differences, p_values,
+                           f"paired cluster bootstrap; permutation p {how}")
+
+
+def format_scope_comparison(c: ScopeComparison, metric: str) -> str:
+    """Terminal text of one metric of a `compare_scope` result."""
+    a, b = c.values[metric]
+    d, p = c.differences[metric], c.p_values[metric]
+    return "\n".join([
+        f"{c.policy_a} (A) vs {c.policy_b} (B): {c.n_keys} paired keys over {c.n_tasks} tasks "
+        f"that declare their scope, metric {metric}",
+        f"  A {a:.4f}   B {b:.4f}",
+        f"  A - B {d.estimate:+.4f}  {100 * d.confidence:g}% CI [{d.low:+.4f}, {d.high:+.4f}] "
+        "(paired cluster bootstrap over tasks)",
+        f"  permutation p = {p:.4f} ({c.method.split('; ')[-1].removeprefix('permutation p ')})"])

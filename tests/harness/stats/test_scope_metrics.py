@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from harness.core import HarnessError
-from harness.stats.scope import METRICS, metrics_from_sums, scope_metrics, scope_sums, \
-    scope_table
+from harness.stats.scope import METRICS, compare_scope, metrics_from_sums, scope_metrics, \
+    scope_sums, scope_table
 
 # five episodes: acted on in scope, acted on, in scope, sub-goals reached, sub-goals
 EPISODES = np.array([
@@ -58,6 +58,37 @@ def test_intervals_and_the_table():
     table = scope_table(frame, np.random.default_rng(0), n_resamples=500)
     assert list(table["metric"]) == list(METRICS)
     assert (table["n"] == 45).all() and (table["n_tasks"] == 9).all()
+
+
+def _paired_frame() -> pd.DataFrame:
+    """Three tasks, two in-scope entries among four each: A acts on exactly the two and
+    reaches the one sub-goal, B acts on all four and reaches none."""
+    rows = []
+    for task in ("t1", "t2", "t3"):
+        rows.append(("A", task, 2, 2, 2, 1, 1))
+        rows.append(("B", task, 2, 4, 2, 0, 1))
+    frame = pd.DataFrame(rows, columns=["policy", "task_id", "acted_in_scope", "acted",
+                                        "in_scope", "reached", "subgoals"])
+    return frame.assign(suite="s@1", task_type="x", eval_seed=0, sample=0, status="ok",
+                        train_seed=pd.array([pd.NA] * len(frame), dtype="Int64"))
+
+
+def test_paired_comparison_hand_case():
+    result = compare_scope(_paired_frame(), "A", "B", np.random.default_rng(0),
+                           n_resamples=500)
+    assert (result.n_keys, result.n_tasks) == (3, 3)
+    assert result.values["scope_precision"] == (1.0, 0.5)
+    assert result.differences["scope_precision"].estimate == pytest.approx(0.5)
+    assert result.differences["app_progress"].estimate == 1.0
+    # every task favours A: of the 2**3 task swaps only none and all reach |0.5| (one or
+    # two swapped tasks give |6/8 - 6/10| = 0.15), so p = 2/8
+    assert result.p_values["scope_precision"] == pytest.approx(0.25)
+    assert result.p_values["app_progress"] == pytest.approx(0.25)
+    assert result.differences["scope_recall"].estimate == 0.0
+    assert result.p_values["scope_recall"] == 1.0
+    with pytest.raises(HarnessError, match="no episode reports its scope"):
+        compare_scope(_paired_frame().assign(in_scope=np.nan), "A", "B",
+                      np.random.default_rng(0))
 
 
 def _simulate(rng, n_tasks: int):

@@ -1,7 +1,8 @@
 """appworld-lite@3's scope templates: near-identical entries declared with in-scope labels
 and per-app sub-goals; @2 unchanged; the oracle reaches scope F1 1 and progress 1, a policy
 that acts on every near-identical entry gets the hand-computed scope precision and recall,
-through the runner, the store, `harness leaderboard --metric` and `harness report`."""
+through the runner, the store, `harness leaderboard --metric`, `harness compare --metric` and
+`harness report`."""
 
 from __future__ import annotations
 
@@ -74,6 +75,16 @@ def test_oracle_and_act_on_all_through_the_leaderboard(db, capsys):
     assert main(["leaderboard", "--db", str(db), "--metric", "scope_f1",
                  "--format", "markdown"]) == 0
     assert "scope-aware F1" in capsys.readouterr().out
+
+
+@needs_sandbox
+def test_compare_on_a_scope_metric(db, capsys):
+    """The oracle against act-on-all: precision 1 against 11/37 on the same four tasks."""
+    assert main(["compare", "--db", str(db), "--a", "oracle", "--b", NAME,
+                 "--metric", "scope_precision", "--resamples", "500"]) == 0
+    out = capsys.readouterr().out
+    assert f"A - B {1 - 11 / 37:+.4f}" in out
+    assert "4 paired keys over 4 tasks" in out and "exact over all task swaps" in out
 
 
 @needs_sandbox
