@@ -42,7 +42,9 @@ class StepResult:
     control characters are escaped for the observation). An env whose suite declares
     `Answerability` for the task may say in ``abstained`` (bool) on the step that ends the
     episode whether the episode abstained (MedAgentBench: no order was placed); without it,
-    an episode abstained when its last action is the declared abstain action.
+    an episode abstained when its last action is the declared abstain action. An env whose
+    task declares its `Scope` says on that step which entries the episode acted on and which
+    sub-goals it reached (``scope``, ``subgoals``; `Scope` gives their shape).
     """
 
     observation: str
