@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.core import HarnessError
-from harness.stats.bootstrap import _blocks, _check_options, _labels_to_codes, _resample_counts
+from harness.stats.bootstrap import _check_options, _labels_to_codes
+from harness.stats.count_metrics import cluster_intervals, task_sums
 from harness.stats.estimators import Interval
 
 __all__ = ["METRICS", "AbstentionCounts", "abstention_counts", "abstention_metrics",
@@ -97,6 +98,11 @@ def _harmonic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                         np.where(np.isnan(total), np.nan, 0.0))
 
 
+def _metrics_of_sums(sums: np.ndarray) -> dict[str, np.ndarray]:
+    """Every metric of count sums ``(..., 7)`` in `_FIELDS` order."""
+    return metrics_from_counts(AbstentionCounts(*np.moveaxis(sums, -1, 0)))
+
+
 def metrics_from_counts(c: AbstentionCounts) -> dict[str, np.ndarray]:
     """Every metric of `METRICS` from the counts (elementwise over resamples)."""
     precision = _ratio(c.correct_answered, c.answered)
@@ -117,24 +123,7 @@ def abstention_metrics(answerable, abstained, correct, tasks, rng: np.random.Gen
     _check_options(n_resamples, confidence, "percentile")
     rows = _per_episode(answerable, abstained, correct)
     codes = _labels_to_codes(tasks, len(rows), "tasks")
-    n_tasks = int(codes.max()) + 1
-    if n_tasks < 2:
+    if int(codes.max()) + 1 < 2:
         raise HarnessError("abstention intervals need at least two tasks")
-    per_task = np.stack([np.bincount(codes, weights=rows[:, j], minlength=n_tasks)
-                         for j in range(rows.shape[1])], axis=1)  # (n_tasks, 7)
-    point = metrics_from_counts(AbstentionCounts(*per_task.sum(axis=0)))
-    resampled = np.empty((n_resamples, rows.shape[1]))
-    start = 0
-    for size in _blocks(n_resamples, n_tasks):
-        resampled[start:start + size] = _resample_counts(rng, size, n_tasks) @ per_task
-        start += size
-    boot = metrics_from_counts(AbstentionCounts(*resampled.T))
-    alpha = (1 - confidence) / 2
-    out = {}
-    for name in METRICS:
-        values = boot[name][np.isfinite(boot[name])]
-        low, high = (np.quantile(values, [alpha, 1 - alpha]) if values.size
-                     else (np.nan, np.nan))
-        out[name] = Interval(float(point[name]), float(low), float(high), confidence,
-                             "cluster percentile")
-    return out
+    return cluster_intervals(task_sums(rows, codes), _metrics_of_sums, METRICS, rng,
+                             n_resamples, confidence)

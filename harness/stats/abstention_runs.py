@@ -34,6 +34,7 @@ from harness.core import HarnessError
 from harness.stats.abstention import (METRICS, AbstentionCounts, _per_episode,
                                       abstention_metrics, metrics_from_counts)
 from harness.stats.bootstrap import _blocks, _check_options, _resample_counts
+from harness.stats.count_metrics import CountComparison, compare_counts, format_count_comparison
 from harness.stats.estimators import Interval
 from harness.stats.frame import aligned_outcomes
 
@@ -85,20 +86,8 @@ def abstention_table(df: pd.DataFrame, rng: np.random.Generator, *,
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
-@dataclass(frozen=True)
-class AbstentionComparison:
-    """Policy A against B on their shared keys: per metric of `METRICS`, ``values[m]`` is
-    ``(value_a, value_b)``, ``differences[m]`` A - B with its paired bootstrap interval and
-    ``p_values[m]`` the task-swap permutation p (NaN where the metric is undefined)."""
-
-    policy_a: str
-    policy_b: str
-    n_keys: int
-    n_tasks: int
-    values: Mapping[str, tuple[float, float]]
-    differences: Mapping[str, Interval]
-    p_values: Mapping[str, float]
-    method: str
+AbstentionComparison = CountComparison
+"""`compare_abstention`'s result."""
 
 
 def _task_counts(flags: np.ndarray, codes: np.ndarray, n_tasks: int) -> np.ndarray:
@@ -135,39 +124,6 @@ def _aligned_counts(df: pd.DataFrame, a: str, b: str, suite: str | None
     return counts[0], counts[1], aligned.n_keys
 
 
-def _swap_pvalues(count_a: np.ndarray, count_b: np.ndarray, observed: dict[str, float],
-                  rng: np.random.Generator, n_resamples: int, exact_max_units: int = 16
-                  ) -> tuple[dict[str, float], str]:
-    """Permutation p of ``|metric_a - metric_b|`` under swaps of whole tasks' episodes."""
-    n_tasks = count_a.shape[0]
-    exact = n_tasks <= exact_max_units
-    total = 2**n_tasks if exact else n_resamples
-    delta = count_b - count_a  # (n_tasks, 7): what swapping a task moves from B to A
-    hits = {m: 0 for m in METRICS}
-    seen = {m: 0 for m in METRICS}
-    for start in range(0, total, 65_536):
-        size = min(65_536, total - start)
-        if exact:
-            swaps = (np.arange(start, start + size)[:, None] >> np.arange(n_tasks)) & 1
-        else:
-            swaps = rng.integers(0, 2, size=(size, n_tasks))
-        moved = swaps @ delta
-        ma, mb = _metrics(count_a.sum(0) + moved), _metrics(count_b.sum(0) - moved)
-        for m in METRICS:
-            d = np.abs(ma[m] - mb[m])
-            finite = np.isfinite(d)
-            seen[m] += int(finite.sum())
-            hits[m] += int((d[finite] >= abs(observed[m]) - 1e-12).sum())
-    p = {}
-    for m in METRICS:
-        if not np.isfinite(observed[m]) or seen[m] == 0:
-            p[m] = float("nan")
-        else:
-            p[m] = hits[m] / seen[m] if exact else (hits[m] + 1) / (seen[m] + 1)
-    how = "exact over all task swaps" if exact else f"{n_resamples} random task swaps"
-    return p, how
-
-
 def compare_abstention(df: pd.DataFrame, a: str, b: str, rng: np.random.Generator, *,
                        suite: str | None = None, n_resamples: int = 10_000,
                        confidence: float = 0.95) -> AbstentionComparison:
@@ -179,27 +135,9 @@ def compare_abstention(df: pd.DataFrame, a: str, b: str, rng: np.random.Generato
     if n_tasks < 2:
         raise HarnessError(f"policies {a!r} and {b!r} share {n_tasks} task with declared "
                            "answerability; a comparison clustered by task needs at least 2")
-    point_a, point_b = _metrics(count_a.sum(0)), _metrics(count_b.sum(0))
-    observed = {m: float(point_a[m] - point_b[m]) for m in METRICS}
-    boot_a, boot_b = np.empty((n_resamples, 7)), np.empty((n_resamples, 7))
-    start = 0
-    for size in _blocks(n_resamples, n_tasks):
-        weights = _resample_counts(rng, size, n_tasks)
-        boot_a[start:start + size], boot_b[start:start + size] = (weights @ count_a,
-                                                                  weights @ count_b)
-        start += size
-    ma, mb = _metrics(boot_a), _metrics(boot_b)
-    alpha = (1 - confidence) / 2
-    differences = {}
-    for m in METRICS:
-        d = (ma[m] - mb[m])[np.isfinite(ma[m] - mb[m])]
-        low, high = np.quantile(d, [alpha, 1 - alpha]) if d.size else (np.nan, np.nan)
-        differences[m] = Interval(observed[m], float(low), float(high), confidence,
-                                  "paired cluster percentile")
-    p_values, how = _swap_pvalues(count_a, count_b, observed, rng, n_resamples)
-    values = {m: (float(point_a[m]), float(point_b[m])) for m in METRICS}
-    return AbstentionComparison(a, b, n_keys, n_tasks, values, differences, p_values,
-                                f"paired cluster bootstrap; permutation p {how}")
+    return compare_counts(count_a, count_b, policies=(a, b), n_keys=n_keys,
+                          metrics_of=_metrics, names=METRICS, rng=rng,
+                          n_resamples=n_resamples, confidence=confidence)
 
 
 @dataclass(frozen=True)
@@ -299,12 +237,4 @@ def coverage_precision_curve(df: pd.DataFrame, thresholds: Mapping[str, float],
 
 def format_abstention_comparison(c: AbstentionComparison, metric: str) -> str:
     """Terminal text of one metric of a `compare_abstention` result."""
-    a, b = c.values[metric]
-    d, p = c.differences[metric], c.p_values[metric]
-    return "\n".join([
-        f"{c.policy_a} (A) vs {c.policy_b} (B): {c.n_keys} paired keys over {c.n_tasks} tasks "
-        f"that declare answerability, metric {metric}",
-        f"  A {a:.4f}   B {b:.4f}",
-        f"  A - B {d.estimate:+.4f}  {100 * d.confidence:g}% CI [{d.low:+.4f}, {d.high:+.4f}] "
-        "(paired cluster bootstrap over tasks)",
-        f"  permutation p = {p:.4f} ({c.method.split('; ')[-1].removeprefix('permutation p ')})"])
+    return format_count_comparison(c, metric, "that declare answerability")

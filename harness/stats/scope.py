@@ -23,15 +23,14 @@ metric whose denominator is empty is NaN (precision of a policy that acted on no
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
 from harness.core import HarnessError
 from harness.stats.abstention import _harmonic, _ratio
-from harness.stats.bootstrap import _blocks, _check_options, _labels_to_codes, _resample_counts
+from harness.stats.bootstrap import _check_options, _labels_to_codes
+from harness.stats.count_metrics import (CountComparison, cluster_intervals, compare_counts,
+                                          format_count_comparison, task_sums)
 from harness.stats.estimators import Interval
 from harness.stats.frame import aligned_outcomes
 
@@ -82,27 +81,10 @@ def scope_metrics(acted_in_scope, acted, in_scope, reached, subgoals, tasks,
     _check_options(n_resamples, confidence, "percentile")
     rows = _per_episode(acted_in_scope, acted, in_scope, reached, subgoals)
     codes = _labels_to_codes(tasks, len(rows), "tasks")
-    n_tasks = int(codes.max()) + 1
-    if n_tasks < 2:
+    if int(codes.max()) + 1 < 2:
         raise HarnessError("scope intervals need at least two tasks")
-    per_task = np.stack([np.bincount(codes, weights=rows[:, j], minlength=n_tasks)
-                         for j in range(rows.shape[1])], axis=1)  # (n_tasks, 5)
-    point = metrics_from_sums(per_task.sum(axis=0))
-    resampled = np.empty((n_resamples, rows.shape[1]))
-    start = 0
-    for size in _blocks(n_resamples, n_tasks):
-        resampled[start:start + size] = _resample_counts(rng, size, n_tasks) @ per_task
-        start += size
-    boot = metrics_from_sums(resampled)
-    alpha = (1 - confidence) / 2
-    out = {}
-    for name in METRICS:
-        values = boot[name][np.isfinite(boot[name])]
-        low, high = (np.quantile(values, [alpha, 1 - alpha]) if values.size
-                     else (np.nan, np.nan))
-        out[name] = Interval(float(point[name]), float(low), float(high), confidence,
-                             "cluster percentile")
-    return out
+    return cluster_intervals(task_sums(rows, codes), metrics_from_sums, METRICS, rng,
+                             n_resamples, confidence)
 
 
 def scope_table(df: pd.DataFrame, rng: np.random.Generator, *, n_resamples: int = 10_000,
@@ -130,20 +112,8 @@ def scope_table(df: pd.DataFrame, rng: np.random.Generator, *, n_resamples: int 
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
-@dataclass(frozen=True)
-class ScopeComparison:
-    """Policy A against B on their shared keys: per metric of `METRICS`, ``values[m]`` is
-    ``(value_a, value_b)``, ``differences[m]`` A - B with its paired cluster bootstrap
-    interval and ``p_values[m]`` the task-swap permutation p (NaN where undefined)."""
-
-    policy_a: str
-    policy_b: str
-    n_keys: int
-    n_tasks: int
-    values: Mapping[str, tuple[float, float]]
-    differences: Mapping[str, Interval]
-    p_values: Mapping[str, float]
-    method: str
+ScopeComparison = CountComparison
+"""`compare_scope`'s result."""
 
 
 def _paired_sums(df: pd.DataFrame, a: str, b: str, suite: str | None
@@ -168,32 +138,6 @@ def _paired_sums(df: pd.DataFrame, a: str, b: str, suite: str | None
     return sums[0], sums[1], aligned.n_keys
 
 
-def _swap_pvalues(sum_a: np.ndarray, sum_b: np.ndarray, observed: Mapping[str, float],
-                  rng: np.random.Generator, n_resamples: int, exact_max_units: int = 16
-                  ) -> tuple[dict[str, float], str]:
-    """Permutation p of ``|metric_a - metric_b|`` under swaps of whole tasks' episodes (exact
-    over all ``2**n_tasks`` swaps up to 16 tasks; else random swaps, ``(1 + hits) / (1 + n)``)."""
-    n_tasks = sum_a.shape[0]
-    exact = n_tasks <= exact_max_units
-    total = 2**n_tasks if exact else n_resamples
-    hits, seen = dict.fromkeys(METRICS, 0), dict.fromkeys(METRICS, 0)
-    for start in range(0, total, 65_536):
-        size = min(65_536, total - start)
-        swaps = ((np.arange(start, start + size)[:, None] >> np.arange(n_tasks)) & 1 if exact
-                 else rng.integers(0, 2, size=(size, n_tasks)))
-        moved = swaps @ (sum_b - sum_a)
-        ma, mb = metrics_from_sums(sum_a.sum(0) + moved), metrics_from_sums(sum_b.sum(0) - moved)
-        for m in METRICS:
-            d = np.abs(ma[m] - mb[m])
-            finite = np.isfinite(d)
-            seen[m] += int(finite.sum())
-            hits[m] += int((d[finite] >= abs(observed[m]) - 1e-12).sum())
-    p = {m: (float("nan") if not np.isfinite(observed[m]) or seen[m] == 0
-             else hits[m] / seen[m] if exact else (hits[m] + 1) / (seen[m] + 1))
-         for m in METRICS}
-    return p, "exact over all task swaps" if exact else f"{n_resamples} random task swaps"
-
-
 def compare_scope(df: pd.DataFrame, a: str, b: str, rng: np.random.Generator, *,
                   suite: str | None = None, n_resamples: int = 10_000,
                   confidence: float = 0.95) -> ScopeComparison:
@@ -207,37 +151,11 @@ def compare_scope(df: pd.DataFrame, a: str, b: str, rng: np.random.Generator, *,
     if n_tasks < 2:
         raise HarnessError(f"policies {a!r} and {b!r} share {n_tasks} task that reports its "
                            "scope; a comparison clustered by task needs at least 2")
-    point_a, point_b = metrics_from_sums(sum_a.sum(0)), metrics_from_sums(sum_b.sum(0))
-    observed = {m: float(point_a[m] - point_b[m]) for m in METRICS}
-    boot_a, boot_b = np.empty((n_resamples, 5)), np.empty((n_resamples, 5))
-    start = 0
-    for size in _blocks(n_resamples, n_tasks):
-        weights = _resample_counts(rng, size, n_tasks)
-        boot_a[start:start + size], boot_b[start:start + size] = weights @ sum_a, weights @ sum_b
-        start += size
-    ma, mb = metrics_from_sums(boot_a), metrics_from_sums(boot_b)
-    alpha = (1 - confidence) / 2
-    differences = {}
-    for m in METRICS:
-        d = (ma[m] - mb[m])[np.isfinite(ma[m] - mb[m])]
-        low, high = np.quantile(d, [alpha, 1 - alpha]) if d.size else (np.nan, np.nan)
-        differences[m] = Interval(observed[m], float(low), float(high), confidence,
-                                  "paired cluster percentile")
-    p_values, how = _swap_pvalues(sum_a, sum_b, observed, rng, n_resamples)
-    return ScopeComparison(a, b, n_keys, n_tasks,
-                           {m: (float(point_a[m]), float(point_b[m])) for m in METRICS},
-                           differences, p_values,
-                           f"paired cluster bootstrap; permutation p {how}")
+    return compare_counts(sum_a, sum_b, policies=(a, b), n_keys=n_keys,
+                          metrics_of=metrics_from_sums, names=METRICS, rng=rng,
+                          n_resamples=n_resamples, confidence=confidence)
 
 
 def format_scope_comparison(c: ScopeComparison, metric: str) -> str:
     """Terminal text of one metric of a `compare_scope` result."""
-    a, b = c.values[metric]
-    d, p = c.differences[metric], c.p_values[metric]
-    return "\n".join([
-        f"{c.policy_a} (A) vs {c.policy_b} (B): {c.n_keys} paired keys over {c.n_tasks} tasks "
-        f"that declare their scope, metric {metric}",
-        f"  A {a:.4f}   B {b:.4f}",
-        f"  A - B {d.estimate:+.4f}  {100 * d.confidence:g}% CI [{d.low:+.4f}, {d.high:+.4f}] "
-        "(paired cluster bootstrap over tasks)",
-        f"  permutation p = {p:.4f} ({c.method.split('; ')[-1].removeprefix('permutation p ')})"])
+    return format_count_comparison(c, metric, "that declare their scope")
