@@ -74,11 +74,14 @@ def format_metric_row(row: pd.Series) -> list[str]:
             "best" if row["best"] else ""]
 
 
-def metric_markdown(table: pd.DataFrame, metric: str) -> str:
+def metric_markdown(table: pd.DataFrame, metric: str, label: str | None = None,
+                    tasks: str = "that declare answerability") -> str:
+    """A metric leaderboard as Markdown, captioned with the metric's `label` and which
+    `tasks` its episodes come from."""
     header = metric_header(metric)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(format_metric_row(row)) + " |" for _, row in table.iterrows()]
-    lines += ["", f"{METRIC_LABELS[metric]}; episodes of tasks that declare answerability."]
+    lines += ["", f"{label or METRIC_LABELS[metric]}; episodes of tasks {tasks}."]
     return "\n".join(lines)
 
 

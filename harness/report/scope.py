@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from harness.core import HarnessError, make_rng
-from harness.report.abstention import LEADERBOARD_COLUMNS, format_metric_row, metric_header
+from harness.report.abstention import LEADERBOARD_COLUMNS, metric_markdown
 from harness.report.tables import Cell, Table, interval_cell
 from harness.stats.scope import COLUMNS, METRICS, scope_table
 from harness.store import Store
@@ -90,11 +90,7 @@ def scope_leaderboard(frame: pd.DataFrame, metric: str, *,
 
 
 def scope_markdown(table: pd.DataFrame, metric: str) -> str:
-    header = metric_header(metric)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(format_metric_row(row)) + " |" for _, row in table.iterrows()]
-    lines += ["", f"{SCOPE_LABELS[metric]}; episodes of tasks that declare their scope."]
-    return "\n".join(lines)
+    return metric_markdown(table, metric, SCOPE_LABELS[metric], "that declare their scope")
 
 
 def scope_report_tables(frame: pd.DataFrame, *, n_resamples: int = 10_000) -> list[Table]:
