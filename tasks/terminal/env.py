@@ -260,18 +260,30 @@ class TerminalEnv(SandboxedEnv):
         return info
 
 
-_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED)\s+\S", re.MULTILINE)
+_SHORT_SUMMARY = re.compile(r"=+\s*short test summary info\s*=+", re.IGNORECASE)
+_PASSING = {"PASSED": True, "XFAIL": True, "SKIPPED": True, "FAILED": False, "XPASS": False,
+            "ERROR": False}
+"""Upstream's mapping of pytest outcomes onto passed/failed (a skipped test passes)."""
 
 
 def pytest_verdict(output: str) -> tuple[float, str]:
-    """Upstream's pytest parser on a ``-rA`` log: 1.0 when the short summary lists passed
-    tests and none failed or erred, else 0.0 with what it saw."""
-    counts: dict[str, int] = {}
-    for match in _SUMMARY.finditer(output):
-        counts[match.group(1)] = counts.get(match.group(1), 0) + 1
-    if not counts:
+    """Upstream's pytest parser (terminal-bench ``PytestParser``) on a ``-rA`` log: only the
+    lines after the "short test summary info" header count (a captured log line that starts
+    with ``ERROR`` earlier in the log is not a result); each result line is ``STATUS
+    path::name[ - description]``, the last line of a name wins; 1.0 when every test passes."""
+    parts = _SHORT_SUMMARY.split(output, maxsplit=1)
+    results: dict[str, bool] = {}
+    for line in parts[1].splitlines() if len(parts) == 2 else ():
+        if line.startswith("FAILED") and " - " in line:
+            line = line.rsplit(" - ", 1)[0]
+        words = line.split(maxsplit=1)
+        status = words[0].strip().strip(":") if len(words) == 2 else ""
+        name = words[1].strip().split("::", 1)[-1] if status in _PASSING else ""
+        if name:
+            results[name] = _PASSING[status]
+    if not results:
         return 0.0, "no pytest summary"
-    bad = counts.get("FAILED", 0) + counts.get("ERROR", 0)
-    if bad or not counts.get("PASSED", 0) + counts.get("XFAIL", 0):
-        return 0.0, f"tests failed ({bad} of {sum(counts.values())})"
+    failed = sum(not ok for ok in results.values())
+    if failed:
+        return 0.0, f"tests failed ({failed} of {len(results)})"
     return 1.0, "all tests passed"

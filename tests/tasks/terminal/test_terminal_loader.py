@@ -237,12 +237,22 @@ def test_a_task_yaml_that_is_not_utf8_is_unsupported(tmp_path):
     assert "cannot be read" in load_task(bad).unsupported
 
 
+_HEAD = "==================== short test summary info =====================\n"
+
+
 @pytest.mark.parametrize("log, verdict", [
-    ("PASSED t.py::a\nPASSED t.py::b\n", (1.0, "all tests passed")),
-    ("PASSED t.py::a\nFAILED t.py::b - assert\n", (0.0, "tests failed (1 of 2)")),
-    ("ERROR ../tests/t.py\n", (0.0, "tests failed (1 of 1)")),
-    ("SKIPPED [1] t.py:3: no\n", (0.0, "tests failed (0 of 1)")),
+    (_HEAD + "PASSED t.py::a\nPASSED t.py::b\n", (1.0, "all tests passed")),
+    (_HEAD + "PASSED t.py::a\nFAILED t.py::b - assert x - y\n", (0.0, "tests failed (1 of 2)")),
+    (_HEAD + "ERROR ../tests/t.py\n", (0.0, "tests failed (1 of 1)")),
+    (_HEAD + "PASSED t.py::a\nXPASS t.py::b\n", (0.0, "tests failed (1 of 2)")),
+    (_HEAD + "SKIPPED [1] t.py:3: no\nXFAIL t.py::c\n", (1.0, "all tests passed")),
+    (_HEAD + "FAILED t.py::a - flaky\nPASSED t.py::a\n", (1.0, "all tests passed")),
+    ("PASSED t.py::a\n", (0.0, "no pytest summary")),  # no summary header: upstream fails
     ("collected 0 items\n", (0.0, "no pytest summary")),
+    # terminal-bench-core jupyter-notebook-server: a captured log line in the PASSES section
+    ("----- Captured log call -----\nERROR    traitlets:__init__.py:98 Notebook JSON is "
+     "invalid\n" + _HEAD + "PASSED ../tests/test_outputs.py::test_a\n",
+     (1.0, "all tests passed")),
 ])
 def test_tb1_verdict_is_upstreams_pytest_rule(log, verdict):
     from tasks.terminal.env import pytest_verdict
