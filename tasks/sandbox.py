@@ -233,6 +233,15 @@ def _require_available() -> None:
 _IDS = itertools.count(1)
 
 
+def _copy_tree(source: Path, target: Path, what: str) -> None:
+    """``cp -a`` of `source` to `target`; a failure (a full disk) is a SandboxError naming
+    what ``cp`` said."""
+    done = subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(target)],
+                          capture_output=True, text=True, errors="replace")
+    if done.returncode != 0:
+        raise SandboxError(f"{what}: copying the layer failed: {done.stderr.strip()[-300:]}")
+
+
 class Sandbox:
     """One episode: a fresh writable layer over a read-only rootfs (see the module docstring).
 
@@ -545,16 +554,14 @@ class Sandbox:
         self._release()
         for name in ("upper", "work"):
             shutil.rmtree(self._layer / name)
-        subprocess.run(["cp", "-a", "--reflink=auto", str(snapshot.path), str(self.upper)],
-                       check=True, capture_output=True)
+        _copy_tree(snapshot.path, self.upper, "restore")
         (self._layer / "work").mkdir()
         self._hold()
 
     def export_layer(self, target: Path) -> None:
         """Copy the writable layer to `target` (a new directory), e.g. to use it as a
         read-only `layers` entry of later sandboxes."""
-        subprocess.run(["cp", "-a", str(self.upper), str(target)], check=True,
-                       capture_output=True)
+        _copy_tree(self.upper, target, "export_layer")
 
     def layer_bytes(self) -> int:
         """Bytes used on the episode's layer."""

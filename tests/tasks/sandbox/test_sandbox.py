@@ -114,6 +114,13 @@ def test_extra_layers_stack_over_the_rootfs(base_rootfs, tmp_path):
             "from-layer\ngone\n")
 
 
+def test_a_layer_that_cannot_be_copied_is_a_sandbox_error(base_rootfs, tmp_path):
+    with Sandbox(base_rootfs) as box:
+        box.run("echo x > /tmp/f")
+        with pytest.raises(SandboxError, match="export_layer: copying the layer failed: cp"):
+            box.export_layer(tmp_path / "no such folder" / "layer")
+
+
 def test_rootfs_cache_returns_at_once_and_keys_on_the_recipe(base_rootfs, monkeypatch):
     assert sandbox_available() is None
     lines: list[str] = []
