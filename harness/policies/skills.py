@@ -12,9 +12,10 @@ A store is a TOML file of ``[[skills]]`` tables (a trusted local file, like a ru
 Retrieval (`SkillStore.retrieve`) is deterministic: a skill is a candidate when its suites
 and task types (where listed) match the episode; a candidate with keywords needs at least
 one of them in the query text (whole words, case-insensitive); candidates rank by keyword
-hits, then by their order in the file, and the first `k` are injected. Without a path the bundled store
-(`BUNDLED_STORE`, a few procedures for the built-in games) is used. A store's path and the
-SHA-256 of its bytes go into the policy's provenance, so a run says which procedures it had.
+hits, then by their order in the file, and the first `k` are injected. Without a path the
+bundled store (`BUNDLED_STORE`, a few procedures for the built-in games) is used. A store's
+path and the SHA-256 of its bytes go into the policy's provenance, so a run says which
+procedures it had.
 """
 
 from __future__ import annotations
