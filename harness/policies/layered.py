@@ -13,9 +13,10 @@ Every turn the wrapper lets the compaction layer shape the context (a summary in
 the earlier steps once it passes a token budget), asks each guide layer for guidance, shows
 the policy its context with that guidance added (instructions, notes), lets the review
 layers check the decision, and returns it with the per-layer log (`Decision.layers`):
-``fired``, ``tokens`` (the prompt tokens the guidance added, counted by the model's tokenizer when its backend counts tokens,
-else estimated at `CHARS_PER_TOKEN` characters per token; for a review, the extra turns'
-prompt and completion tokens) and, when it fired, ``detail``.
+``fired``, ``tokens`` (the prompt tokens the guidance added, counted by the model's
+tokenizer when its backend counts tokens, else estimated at `CHARS_PER_TOKEN` characters per
+token; for a review, the extra turns' prompt and completion tokens) and, when it fired,
+``detail``.
 """
 
 from __future__ import annotations
