@@ -34,7 +34,8 @@ from harness.core import HarnessError
 from harness.stats.abstention import (METRICS, AbstentionCounts, _per_episode,
                                       abstention_metrics, metrics_from_counts)
 from harness.stats.bootstrap import _blocks, _check_options, _resample_counts
-from harness.stats.count_metrics import CountComparison, compare_counts, format_count_comparison
+from harness.stats.count_metrics import (CountComparison, compare_counts,
+                                          format_count_comparison, task_sums)
 from harness.stats.estimators import Interval
 from harness.stats.frame import aligned_outcomes
 
@@ -93,9 +94,7 @@ AbstentionComparison = CountComparison
 def _task_counts(flags: np.ndarray, codes: np.ndarray, n_tasks: int) -> np.ndarray:
     """``(n_tasks, 7)`` per-task sums of the episodes' count contributions (flags
     ``(n_keys, 3)``: answerable, abstained, correct)."""
-    rows = _per_episode(flags[:, 0], flags[:, 1], flags[:, 2])
-    return np.stack([np.bincount(codes, weights=rows[:, j], minlength=n_tasks)
-                     for j in range(rows.shape[1])], axis=1)
+    return task_sums(_per_episode(flags[:, 0], flags[:, 1], flags[:, 2]), codes, n_tasks)
 
 
 def _metrics(totals: np.ndarray) -> dict[str, np.ndarray]:

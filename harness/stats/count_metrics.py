@@ -25,10 +25,10 @@ MetricsOf = Callable[[np.ndarray], Mapping[str, np.ndarray]]
 denominator is empty)."""
 
 
-def task_sums(rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
+def task_sums(rows: np.ndarray, codes: np.ndarray, n_tasks: int | None = None) -> np.ndarray:
     """Per-episode counts ``(n_episodes, k)`` summed per task (`codes`: 0-based task codes)
-    -> ``(n_tasks, k)``."""
-    n_tasks = int(codes.max()) + 1
+    -> ``(n_tasks, k)`` (`n_tasks`: at least ``codes.max() + 1``)."""
+    n_tasks = int(codes.max()) + 1 if n_tasks is None else n_tasks
     return np.stack([np.bincount(codes, weights=rows[:, j], minlength=n_tasks)
                      for j in range(rows.shape[1])], axis=1)
 

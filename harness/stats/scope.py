@@ -133,8 +133,7 @@ def _paired_sums(df: pd.DataFrame, a: str, b: str, suite: str | None
     for j in range(2):
         picked = rows.iloc[aligned.values[:, j].astype(int)]
         per_episode = _per_episode(*(picked[c].to_numpy(float) for c in COLUMNS))
-        sums.append(np.stack([np.bincount(codes, weights=per_episode[:, k], minlength=n_tasks)
-                              for k in range(per_episode.shape[1])], axis=1))
+        sums.append(task_sums(per_episode, codes, n_tasks))
     return sums[0], sums[1], aligned.n_keys
 
 

@@ -267,8 +267,10 @@ _PASSING = {"PASSED": True, "XFAIL": True, "SKIPPED": True, "FAILED": False, "XP
 
 
 def pytest_verdict(output: str) -> tuple[float, str]:
-    """Upstream's pytest parser (terminal-bench ``PytestParser``) on a ``-rA`` log: only the
-    lines after the "short test summary info" header count (a captured log line that starts
+    """The rule of upstream's pytest parser (terminal-bench ``PytestParser``, as read from its
+    source: upstream's code could not be fetched and run here, so no differential fixture
+    backs this) on a ``-rA`` log: only the lines after the "short test summary info" header
+    count (a captured log line that starts
     with ``ERROR`` earlier in the log is not a result); each result line is ``STATUS
     path::name[ - description]``, the last line of a name wins; 1.0 when every test passes."""
     parts = _SHORT_SUMMARY.split(output, maxsplit=1)
