@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import logging
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,15 +63,28 @@ def build_base(config: ModelConfig, work_dir: Path, chat_template: str = "model"
             f"-kv{config.kv_heads}-i{config.intermediate}-s{config.init_seed}"
             f"-std{config.init_std:g}-{chat_template}")
     path = work_dir / name
-    if not (path / "config.json").exists():
-        make_tiny_model(path, tiny, seed=config.init_seed)
+    if (path / "config.json").exists():
+        return path
+    # built in a private folder and renamed into place whole: runs that share `work_dir`
+    # (a study's arms on Ray) never read a half-written model
+    work_dir.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=work_dir))
+    try:
+        make_tiny_model(building, tiny, seed=config.init_seed)
         if config.init_std:
-            _reinitialise(path, config.init_std, config.init_seed)
+            _reinitialise(building, config.init_std, config.init_seed)
         if CHAT_TEMPLATES[chat_template] is not None:
             transformers = require("transformers", "train", "training")
-            tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+            tokenizer = transformers.AutoTokenizer.from_pretrained(building)
             tokenizer.chat_template = CHAT_TEMPLATES[chat_template]
-            tokenizer.save_pretrained(path)
+            tokenizer.save_pretrained(building)
+        try:
+            building.rename(path)
+        except OSError:  # another run put the same model there first
+            if not (path / "config.json").exists():
+                raise
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
     return path
 
 

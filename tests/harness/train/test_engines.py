@@ -88,16 +88,21 @@ def test_lora_weights_merge_for_sync_and_unmerge_after(tiny):
         torch.testing.assert_close(tensor, before[name])
 
 
-def test_vllm_engine_says_how_to_install_it():
-    import importlib.util
-
+def test_vllm_engine_says_how_to_install_it(monkeypatch, tmp_path):
+    """Without vLLM for the interpreter that would run it, one error says how to install it;
+    with it (HARNESS_VLLM_PYTHON, as CI sets), a folder that is no model is a config error."""
+    from harness.core import ConfigError
+    from harness.policies.vllm_client import VLLMUnavailableError, check_vllm
     from harness.train.vllm_engine import VLLMRollout
 
-    if importlib.util.find_spec("vllm") is None:
+    try:
+        check_vllm()
+    except VLLMUnavailableError:
         with pytest.raises(MissingDependencyError, match=r"agent-rl-harness\[gpu\]"):
-            VLLMRollout("unused", eos_id=0)
-    elif not torch.cuda.is_available():  # vllm installed but no GPU: a clear config error
-        from harness.core import ConfigError
-
-        with pytest.raises(ConfigError, match="needs a CUDA GPU"):
-            VLLMRollout("unused", eos_id=0)
+            VLLMRollout(str(tmp_path), eos_id=0)
+    else:
+        with pytest.raises(ConfigError, match="not a model directory"):
+            VLLMRollout(str(tmp_path), eos_id=0)
+    monkeypatch.setenv("HARNESS_VLLM_PYTHON", str(tmp_path / "no-python"))
+    with pytest.raises(MissingDependencyError, match="cannot run"):
+        VLLMRollout(str(tmp_path), eos_id=0)

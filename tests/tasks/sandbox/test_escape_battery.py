@@ -74,9 +74,11 @@ def test_inode_flood_in_a_large_layer_pins_under_20_mib(base_rootfs, inodes):
         assert box.layer_kind == "ext4 image"
         before = _cached_after_reclaim()
         result = box.run(_FLOOD, user="root")
-        after = _cached_after_reclaim()
+        # pinned memory stays pinned through every reclaim; what another worker's tests cache
+        # meanwhile comes and goes, so the least of three reclaims is the layer's own
+        pinned, after = min((_pinned_since(before, _cached_after_reclaim()) for _ in range(3)),
+                            key=lambda found: found[0])
         made = int(result.output.split()[-1])
-    pinned = sum((after[name][0] - before[name][0]) * after[name][1] for name in after)
     assert "No space left on device" in result.output
     assert inodes // 2 < made <= inodes < 300_000
     assert pinned < 20 << 20, f"{pinned >> 20} MiB stayed after reclaim: {after} vs {before}"
@@ -87,9 +89,16 @@ _FLOOD = ("cd /tmp && python3 -c \"import os\nfor i in range(300000):\n"
 _CACHES = ("ext4_inode_cache", "ovl_inode", "dentry")
 
 
+def _pinned_since(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
+                  ) -> tuple[int, dict[str, tuple[int, int]]]:
+    """Bytes more in the layer's caches in `after` than in `before`, and `after`."""
+    return sum((after[name][0] - before[name][0]) * after[name][1] for name in after), after
+
+
 def _cached_after_reclaim() -> dict[str, tuple[int, int]]:
     """(active objects, object size) of the slab caches a file of an ext4 layer under the
     overlay lives in, once reclaimable dentries and inodes are dropped."""
+    os.sync()  # dirty inodes are written back before the kernel can reclaim them
     Path("/proc/sys/vm/drop_caches").write_text("2")
     found = {}
     for line in Path("/proc/slabinfo").read_text().splitlines()[2:]:
