@@ -82,9 +82,18 @@ class WebShopWorld:
             f"noun tagger {self.tagger.name}, not upstream's spaCy en_core_web_sm (install the "
             "webshop extra)" if reward_version == 2
             and not self.tagger.name.startswith(UPSTREAM_TAGGER) else None)
-        self.index = index or BM25Index([p.search_text() for p in catalog.products],
-                                        [p.asin for p in catalog.products])
+        self._index = index
         self._search = functools.lru_cache(maxsize=4096)(self._search_uncached)
+
+    @property
+    def index(self) -> BM25Index:
+        """The catalogue's search index, built at the first search (listing the suite, or
+        reading its tasks, needs none)."""
+        if self._index is None:
+            products = self.catalog.products
+            self._index = BM25Index([p.search_text() for p in products],
+                                    [p.asin for p in products])
+        return self._index
 
     def _search_uncached(self, keywords: str) -> tuple[str, ...]:
         products = self.catalog.products

@@ -294,3 +294,16 @@ def test_synthetic_suite_shape():
     assert suite.id == "webshop-synthetic@1" and len(suite.catalog) == 1000
     assert [len(suite.tasks(s)) for s in ("test", "dev")] == [500, 1000]
     assert len(suite.tasks("train")) > 0
+
+
+def test_the_search_index_is_built_at_the_first_search_only():
+    """Listing a suite or reading its tasks builds no index (`harness list suites` stays
+    quick); the first search builds it once."""
+    from tasks.webshop import WebShopSyntheticSuite
+
+    suite = WebShopSyntheticSuite(n_products=50)
+    assert len(suite.tasks("test")) > 0 and suite.world._index is None
+    hits = suite.world.search("shirt")
+    index = suite.world._index
+    assert index is not None and suite.world.index is index
+    assert hits == suite.world.search("shirt")
