@@ -1,3 +1,5 @@
+"""Session models shared by the policy, serving and training tests (built once per session)."""
+
 import pytest
 
 from harness.policies.tiny import make_tiny_model
