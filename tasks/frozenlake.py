@@ -39,7 +39,7 @@ listing the actions.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -107,25 +107,36 @@ def generate_map(size: int, rng: np.random.Generator, p: float = FROZEN_PROB) ->
             return tuple(rows)
 
 
-@lru_cache(maxsize=None)
-def _suite_maps(size: int) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """``{task_id: (split, rows)}`` for one size; maps distinct, drawn test, dev, train."""
+def draw_distinct_maps(split_sizes: dict[str, int], task_id: Callable[[int], str],
+                       stream: str, draw: Callable[[np.random.Generator], tuple[str, ...]]
+                       ) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """``{task_id: (split, rows)}``: task indices numbered through the splits in the order of
+    `split_sizes`, each map drawn by `draw` from ``make_rng(stream, task_id)`` (redrawn until
+    no earlier map equals it), drawn test, dev, train, so that growing the train split never
+    changes a held-out map and no map stands in two splits."""
     first, ranges = 0, {}
-    for split, count in SPLIT_SIZES.items():
+    for split, count in split_sizes.items():
         ranges[split] = range(first, first + count)
         first += count
     seen: set[tuple[str, ...]] = set()
     maps: dict[str, tuple[str, tuple[str, ...]]] = {}
     for split in ("test", "dev", "train"):
         for index in ranges[split]:
-            task_id = f"{size}x{size}-{index:04d}"
-            rng = make_rng("frozenlake/map", task_id)
-            rows = generate_map(size, rng)
+            name = task_id(index)
+            rng = make_rng(stream, name)
+            rows = draw(rng)
             while rows in seen:
-                rows = generate_map(size, rng)
+                rows = draw(rng)
             seen.add(rows)
-            maps[task_id] = (split, rows)
+            maps[name] = (split, rows)
     return dict(sorted(maps.items()))
+
+
+@lru_cache(maxsize=None)
+def _suite_maps(size: int) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """``{task_id: (split, rows)}`` for one size; maps distinct, drawn test, dev, train."""
+    return draw_distinct_maps(SPLIT_SIZES, lambda index: f"{size}x{size}-{index:04d}",
+                              "frozenlake/map", lambda rng: generate_map(size, rng))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,9 +27,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from harness.core import make_rng
 from tasks.base import SuiteBase, TaskSpec
-from tasks.frozenlake import ACTIONS, FrozenLakeEnv, shortest_path
+from tasks.frozenlake import ACTIONS, FrozenLakeEnv, draw_distinct_maps, shortest_path
 
 __all__ = ["SIZE", "N_HOLES", "MIN_PATH", "MAX_PATH", "MAX_STEPS", "SPLIT_SIZES",
            "path_length", "generate_random_map", "distance_class", "RandomFrozenLakeEnv",
@@ -73,22 +72,8 @@ def distance_class(length: int) -> str:
 @lru_cache(maxsize=None)
 def _suite_maps() -> dict[str, tuple[str, tuple[str, ...]]]:
     """``{task_id: (split, rows)}``; maps distinct, drawn test, dev, train."""
-    first, ranges = 0, {}
-    for split, count in SPLIT_SIZES.items():
-        ranges[split] = range(first, first + count)
-        first += count
-    seen: set[tuple[str, ...]] = set()
-    maps: dict[str, tuple[str, tuple[str, ...]]] = {}
-    for split in ("test", "dev", "train"):
-        for index in ranges[split]:
-            task_id = f"{SIZE}x{SIZE}-{index:05d}"
-            rng = make_rng("frozenlake-random/map", task_id)
-            rows = generate_random_map(rng)
-            while rows in seen:
-                rows = generate_random_map(rng)
-            seen.add(rows)
-            maps[task_id] = (split, rows)
-    return dict(sorted(maps.items()))
+    return draw_distinct_maps(SPLIT_SIZES, lambda index: f"{SIZE}x{SIZE}-{index:05d}",
+                              "frozenlake-random/map", generate_random_map)
 
 
 class RandomFrozenLakeEnv(FrozenLakeEnv):
