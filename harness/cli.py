@@ -594,10 +594,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _collect_sandbox_garbage()
     try:
         with _stop_in_order(args.command, getattr(args, "holds_sandboxes", False)):
-            return handler(args)
+            code = handler(args)
+            sys.stdout.flush()  # a reader that left is seen here, not at interpreter exit
+            return code
     except HarnessError as exc:
         print(f"harness {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `harness list suites | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         print("interrupted; finished episodes are stored, rerun the same command to resume",
               file=sys.stderr)

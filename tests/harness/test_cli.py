@@ -36,6 +36,19 @@ def test_list_suites_and_policies():
         "\n") if line}
 
 
+def test_a_reader_that_leaves_early_is_not_an_error():
+    """`harness list policies | head -0`: the pipe's reader is gone before the listing is
+    written; the command ends quietly (141, as a shell reports SIGPIPE), no traceback."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "harness.cli", "list", "policies"],
+                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert done.returncode == 141 and done.stderr == "", done.stderr
+
+
 def test_run_then_leaderboard_markdown(tmp_path):
     db = str(tmp_path / "r.db")
     result = _harness("run", "--policy", "oracle,random", "--suite", "frozenlake", "--tasks",
