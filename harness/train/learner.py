@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -362,7 +363,11 @@ class Learner:
                 norm = float(torch.nn.utils.get_total_norm(
                     [p.grad for p in self.parameters if p.grad is not None]))
             self.optimizer.step()
-        self.scheduler.step()
+        with warnings.catch_warnings():
+            # with nothing to learn from (every advantage zero) the optimizer does not step
+            # but the schedule stays on the update clock: the order torch warns about
+            warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step")
+            self.scheduler.step()
         return norm, stats, tokens, len(active)
 
     # -- state for checkpoints --------------------------------------------------------------

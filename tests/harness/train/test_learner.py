@@ -124,6 +124,24 @@ def test_shared_prefix_and_duplicate_rows_are_exact(model, monkeypatch):
         torch.testing.assert_close(fast_entropy[i, :n], entropy[0, :n], rtol=1e-5, atol=1e-5)
 
 
+def test_an_update_with_nothing_to_learn_steps_the_schedule_quietly(model):
+    """Every advantage zero: no optimizer step and no weight change, the learning-rate
+    schedule still advances one update, and torch's scheduler-order warning is not shown."""
+    import warnings
+
+    zero = [TrainSample(s.ids, s.start, s.mask, s.old_logprobs, (0.0,) * len(s.mask))
+            for s in episode_samples(4, seed=3)]
+    trained = copy.deepcopy(model)
+    before = [p.detach().clone() for p in trained.parameters()]
+    learner = make_learner(trained, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        metrics = learner.update(zero, step=0)
+    assert metrics["trained_fraction"] == 0.0 and learner.scheduler.last_epoch == 1
+    for p, q in zip(trained.parameters(), before):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
 def test_samples_with_zero_advantage_are_skipped_without_changing_the_update(model):
     samples = episode_samples(6, seed=5)
     zero = [TrainSample(s.ids, s.start, s.mask, s.old_logprobs, (0.0,) * len(s.mask))
