@@ -62,8 +62,13 @@ def cmd_study(args: argparse.Namespace) -> int:
         from harness.store import Store
         from harness.study.run import study_status
 
+        from harness.study.progress import format_remaining, remaining_work
+        from harness.study.run import load_study_jobs
+
         with Store(study.db) as store:
-            print(study_status(study, store).to_string(index=False))
+            status = study_status(study, store)
+            print(status.to_string(index=False))
+            print(format_remaining(remaining_work(status, load_study_jobs(store, study))))
         return 0
     from harness.store import Store
     from harness.study.analysis import analyse_study

@@ -1,0 +1,71 @@
+"""How much of a study is left and how long it should take, from the study's own finished jobs.
+
+`remaining_work` reads `harness.study.run.study_status` (per arm and seed: training step and
+updates, stored and expected episodes per decoding) and the finished jobs' wall times
+(`harness.study.run.load_study_jobs`): training seconds per update from the finished
+training jobs of trained arms, playing seconds per episode per decoding from the finished
+evaluation jobs. The estimate is the work left at those rates, on the machine and under the
+load the finished jobs ran with; it is None until every kind of work left has a measured rate.
+Arms built from others (grafts, merges) are counted by their episodes only (building one takes
+seconds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+__all__ = ["Remaining", "remaining_work", "format_remaining"]
+
+_BUILT = ("graft", "merge")
+"""Roles of arms built from other arms' models rather than trained."""
+
+
+@dataclass(frozen=True)
+class Remaining:
+    """Work left in a study and its estimated wall time (None: no measured rate yet)."""
+
+    updates: int
+    episodes: dict[str, int]
+    seconds: float | None
+
+
+def _modes(status: pd.DataFrame) -> list[str]:
+    return [c[: -len("_expected")] for c in status.columns if c.endswith("_expected")]
+
+
+def remaining_work(status: pd.DataFrame, jobs: pd.DataFrame) -> Remaining:
+    """The updates and episodes `status` has left, and their time at the rates of `jobs`."""
+    trained = status[~status["role"].isin(_BUILT) & (status["updates"] > 0)]
+    updates_left = int((trained["updates"] - trained["step"].clip(lower=0)).clip(lower=0).sum())
+    episodes = {mode: int((status[f"{mode}_expected"] - status[f"{mode}_stored"]).sum())
+                for mode in _modes(status)}
+    sized = jobs.merge(status, left_on=["arm", "train_seed"], right_on=["arm", "seed"])
+    seconds = 0.0
+    done_training = sized[(sized["job"] == "train") & ~sized["role"].isin(_BUILT)
+                          & (sized["updates"] > 0)]
+    if updates_left:
+        if done_training.empty:
+            return Remaining(updates_left, episodes, None)
+        seconds += updates_left * done_training["wall_s"].sum() / done_training["updates"].sum()
+    for mode, left in episodes.items():
+        if not left:
+            continue
+        done = sized[sized["job"] == mode]
+        if done.empty:
+            return Remaining(updates_left, episodes, None)
+        seconds += left * done["wall_s"].sum() / done[f"{mode}_expected"].sum()
+    return Remaining(updates_left, episodes, seconds)
+
+
+def format_remaining(remaining: Remaining) -> str:
+    """One line: the work left and its estimate, or that the study is complete."""
+    played = ", ".join(f"{mode} {n:,}" for mode, n in remaining.episodes.items() if n)
+    if not remaining.updates and not played:
+        return "complete: every job is trained and every episode stored"
+    work = f"left: {remaining.updates:,} training updates; episodes: {played or 'none'}"
+    if remaining.seconds is None:
+        return f"{work} (no estimate until a job of each kind has finished)"
+    return (f"{work}; about {remaining.seconds / 3600:.1f} h at the rates of this study's "
+            "finished jobs on this machine")

@@ -1,0 +1,58 @@
+"""The work a study has left and its estimate, on hand-made status and job tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from harness.study.progress import format_remaining, remaining_work
+
+COLUMNS = ["arm", "role", "seed", "step", "updates", "greedy_stored", "greedy_expected",
+           "sampled_stored", "sampled_expected"]
+
+
+def _status(rows):
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _jobs(rows):
+    return pd.DataFrame(rows, columns=["arm", "train_seed", "job", "wall_s"])
+
+
+STATUS = _status([
+    ["start", "arm", 0, 0, 0, 10, 10, 40, 40],       # done
+    ["cell", "cell", 0, 20, 20, 10, 10, 40, 40],     # done
+    ["cell", "cell", 1, 5, 20, 0, 10, 0, 40],        # 15 updates, 10 + 40 episodes left
+    ["cell", "cell", 2, -1, 20, 0, 10, 0, 40],       # not started: 20 updates
+    ["g", "graft", 0, -1, 20, 0, 10, 0, 40],         # built, not trained: episodes only
+])
+JOBS = _jobs([
+    ["start", 0, "train", 1.0],                      # an untrained arm: no rate of updates
+    ["start", 0, "greedy", 5.0], ["start", 0, "sampled", 30.0],
+    ["cell", 0, "train", 100.0], ["cell", 0, "greedy", 15.0], ["cell", 0, "sampled", 50.0],
+])
+
+
+def test_the_estimate_is_the_work_left_at_the_finished_jobs_rates():
+    """35 updates at 100 s / 20 updates = 175 s; greedy 30 episodes at 20 s / 20 = 30 s;
+    sampled 120 episodes at 80 s / 80 = 120 s: 325 s."""
+    left = remaining_work(STATUS, JOBS)
+    assert left.updates == 35 and left.episodes == {"greedy": 30, "sampled": 120}
+    assert abs(left.seconds - 325.0) < 1e-9
+    assert "35 training updates" in format_remaining(left)
+    assert "greedy 30, sampled 120" in format_remaining(left)
+
+
+def test_no_estimate_until_each_kind_of_work_left_has_a_rate():
+    left = remaining_work(STATUS, JOBS[JOBS["job"] != "sampled"])
+    assert left.seconds is None and left.episodes["sampled"] == 120
+    assert "no estimate" in format_remaining(left)
+    untrained = remaining_work(STATUS, JOBS[JOBS["arm"] == "start"])
+    assert untrained.seconds is None  # updates left, but no trained arm has finished
+
+
+def test_a_finished_study_says_so():
+    done = STATUS.assign(step=STATUS["updates"], greedy_stored=STATUS["greedy_expected"],
+                         sampled_stored=STATUS["sampled_expected"])
+    left = remaining_work(done, JOBS)
+    assert left.updates == 0 and left.seconds == 0.0
+    assert format_remaining(left).startswith("complete")
