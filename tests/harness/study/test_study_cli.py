@@ -73,8 +73,10 @@ def test_killed_during_training_and_evaluation_the_rerun_stores_everything_once(
     status = _harness("study", "status", path)
     out, err = status.communicate(timeout=120)
     assert status.returncode == 0, err
-    rows = [line.split() for line in out.splitlines()[1:]]
+    *table, left = out.splitlines()
+    rows = [line.split() for line in table[1:]]
     assert len(rows) == 5 and all(row[3] == row[4] for row in rows)  # step == updates
+    assert left.startswith("complete"), left
     report = _harness("study", "report", path)
     out, err = report.communicate(timeout=300)
     assert report.returncode == 0, err[-3000:]
