@@ -580,6 +580,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stdout_reader_left() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (poll reports an error
+    on the write end of such a pipe)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLERR)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
@@ -595,12 +608,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _stop_in_order(args.command, getattr(args, "holds_sandboxes", False)):
             code = handler(args)
-            sys.stdout.flush()  # a reader that left is seen here, not at interpreter exit
+            if sys.stdout is not None:  # a reader that left is seen here, not at exit
+                sys.stdout.flush()
             return code
     except HarnessError as exc:
         print(f"harness {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # `harness list suites | head`: the reader left; not an error
+    except BrokenPipeError:
+        if not _stdout_reader_left():  # another pipe (a worker, a server): keep the traceback
+            raise
+        # `harness list suites | head`: the reader left; not an error (141, as for SIGPIPE)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except KeyboardInterrupt:

@@ -50,8 +50,8 @@ from tasks.embedded import EmbeddedEnv
 
 __all__ = [
     "ACTIONS", "GAMMA", "FROZEN_PROB", "MAX_STEPS", "SPLIT_SIZES", "shortest_path",
-    "generate_map", "transition_model", "value_iteration", "solve", "parse_action",
-    "render_map", "FrozenLakeEnv", "FrozenLakeSuite", "SlipperyFrozenLakeSuite",
+    "generate_map", "draw_distinct_maps", "transition_model", "value_iteration", "solve",
+    "parse_action", "render_map", "FrozenLakeEnv", "FrozenLakeSuite", "SlipperyFrozenLakeSuite",
 ]
 
 ACTIONS = ("Left", "Down", "Right", "Up")
@@ -107,7 +107,7 @@ def generate_map(size: int, rng: np.random.Generator, p: float = FROZEN_PROB) ->
             return tuple(rows)
 
 
-def draw_distinct_maps(split_sizes: dict[str, int], task_id: Callable[[int], str],
+def draw_distinct_maps(split_sizes: dict[str, int], task_id_of: Callable[[int], str],
                        stream: str, draw: Callable[[np.random.Generator], tuple[str, ...]]
                        ) -> dict[str, tuple[str, tuple[str, ...]]]:
     """``{task_id: (split, rows)}``: task indices numbered through the splits in the order of
@@ -122,7 +122,7 @@ def draw_distinct_maps(split_sizes: dict[str, int], task_id: Callable[[int], str
     maps: dict[str, tuple[str, tuple[str, ...]]] = {}
     for split in ("test", "dev", "train"):
         for index in ranges[split]:
-            name = task_id(index)
+            name = task_id_of(index)
             rng = make_rng(stream, name)
             rows = draw(rng)
             while rows in seen:

@@ -60,10 +60,8 @@ def cmd_study(args: argparse.Namespace) -> int:
         return 0
     if args.action == "status":
         from harness.store import Store
-        from harness.study.run import study_status
-
         from harness.study.progress import format_remaining, remaining_work
-        from harness.study.run import load_study_jobs
+        from harness.study.run import load_study_jobs, study_status
 
         with Store(study.db) as store:
             status = study_status(study, store)

@@ -7,7 +7,10 @@ training jobs of trained arms, playing seconds per episode per decoding from the
 evaluation jobs. The estimate is the work left at those rates, on the machine and under the
 load the finished jobs ran with; it is None until every kind of work left has a measured rate.
 Arms built from others (grafts, merges) are counted by their episodes only (building one takes
-seconds).
+seconds); a trained arm whose episodes are all stored has nothing left (the run does not
+train it again). Jobs run one after another (the local executor); on Ray, arms in parallel
+finish sooner. A job that was resumed records the time of its last part only, against all
+of its work, so after an interruption the rates are too fast and the estimate too short.
 """
 
 from __future__ import annotations
@@ -32,19 +35,22 @@ class Remaining:
 
 
 def _modes(status: pd.DataFrame) -> list[str]:
+    """The decodings (``greedy``, ``sampled``) `status` counts episodes of."""
     return [c[: -len("_expected")] for c in status.columns if c.endswith("_expected")]
 
 
 def remaining_work(status: pd.DataFrame, jobs: pd.DataFrame) -> Remaining:
     """The updates and episodes `status` has left, and their time at the rates of `jobs`."""
-    trained = status[~status["role"].isin(_BUILT) & (status["updates"] > 0)]
+    modes = _modes(status)
+    pending = sum(status[f"{m}_expected"] - status[f"{m}_stored"] for m in modes) > 0
+    trained = status[~status["role"].isin(_BUILT) & (status["updates"] > 0) & pending]
     updates_left = int((trained["updates"] - trained["step"].clip(lower=0)).clip(lower=0).sum())
     episodes = {mode: int((status[f"{mode}_expected"] - status[f"{mode}_stored"]).sum())
-                for mode in _modes(status)}
-    sized = jobs.merge(status, left_on=["arm", "train_seed"], right_on=["arm", "seed"])
+                for mode in modes}
+    jobs_with_status = jobs.merge(status, left_on=["arm", "train_seed"], right_on=["arm", "seed"])
     seconds = 0.0
-    done_training = sized[(sized["job"] == "train") & ~sized["role"].isin(_BUILT)
-                          & (sized["updates"] > 0)]
+    done_training = jobs_with_status[(jobs_with_status["job"] == "train") & ~jobs_with_status["role"].isin(_BUILT)
+                          & (jobs_with_status["updates"] > 0)]
     if updates_left:
         if done_training.empty:
             return Remaining(updates_left, episodes, None)
@@ -52,7 +58,7 @@ def remaining_work(status: pd.DataFrame, jobs: pd.DataFrame) -> Remaining:
     for mode, left in episodes.items():
         if not left:
             continue
-        done = sized[sized["job"] == mode]
+        done = jobs_with_status[jobs_with_status["job"] == mode]
         if done.empty:
             return Remaining(updates_left, episodes, None)
         seconds += left * done["wall_s"].sum() / done[f"{mode}_expected"].sum()
@@ -67,5 +73,6 @@ def format_remaining(remaining: Remaining) -> str:
     work = f"left: {remaining.updates:,} training updates; episodes: {played or 'none'}"
     if remaining.seconds is None:
         return f"{work} (no estimate until a job of each kind has finished)"
-    return (f"{work}; about {remaining.seconds / 3600:.1f} h at the rates of this study's "
-            "finished jobs on this machine")
+    minutes = remaining.seconds / 60
+    took = f"{minutes / 60:.1f} h" if minutes >= 90 else f"{max(minutes, 1):.0f} min"
+    return f"{work}; about {took} at the rates of this study's finished jobs on this machine"

@@ -78,6 +78,11 @@ def build_base(config: ModelConfig, work_dir: Path, chat_template: str = "model"
             tokenizer = transformers.AutoTokenizer.from_pretrained(building)
             tokenizer.chat_template = CHAT_TEMPLATES[chat_template]
             tokenizer.save_pretrained(building)
+        building.chmod(0o755)  # mkdtemp's folder is private; the model is not
+        if path.exists() and not (path / "config.json").exists():
+            # a folder left half-built by an interrupted build in place (before builds were
+            # renamed into place): never one in progress, so it is rebuilt
+            shutil.rmtree(path, ignore_errors=True)
         try:
             building.rename(path)
         except OSError:  # another run put the same model there first

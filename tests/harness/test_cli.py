@@ -49,6 +49,19 @@ def test_a_reader_that_leaves_early_is_not_an_error():
     assert done.returncode == 141 and done.stderr == "", done.stderr
 
 
+def test_a_broken_pipe_elsewhere_keeps_its_traceback(monkeypatch):
+    """Only a reader of standard output that left is quiet: a broken pipe to anything else (a
+    worker, a server) is a failure and keeps its traceback."""
+    import harness.cli
+
+    def broken(args):
+        raise BrokenPipeError("a worker's pipe")
+
+    monkeypatch.setattr(harness.cli, "cmd_list", broken)
+    with pytest.raises(BrokenPipeError, match="a worker's pipe"):
+        main(["list", "policies"])
+
+
 def test_run_then_leaderboard_markdown(tmp_path):
     db = str(tmp_path / "r.db")
     result = _harness("run", "--policy", "oracle,random", "--suite", "frozenlake", "--tasks",

@@ -84,3 +84,21 @@ def test_q_values_are_exact_from_the_random_start():
     assert q["Down"] == pytest.approx(0.99**4)  # wall: stay, one step lost
     assert set(q) == set(ACTIONS)
     assert solve(env.desc, False)[3].shape == (16, 4)
+
+
+def test_the_maps_are_pinned():
+    """Every map of frozenlake@1 (4x4, 8x8) and frozenlake-random@1, hashed: a change to how
+    maps are drawn changes the tasks, so it needs a new suite version, not a silent edit.
+    Digests computed on 2026-12-07, equal before and after the drawing moved into
+    `tasks.frozenlake.draw_distinct_maps`."""
+    import hashlib
+    import json
+
+    from tasks import frozenlake, frozenlake_random
+
+    def digest(maps):
+        return hashlib.sha256(json.dumps(maps, sort_keys=True).encode()).hexdigest()
+
+    assert digest(frozenlake._suite_maps(4)).startswith("58a68d7adcea9270")
+    assert digest(frozenlake._suite_maps(8)).startswith("640618085ccc642a")
+    assert digest(frozenlake_random._suite_maps()).startswith("203b38b1e1de38b4")

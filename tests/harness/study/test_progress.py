@@ -56,3 +56,13 @@ def test_a_finished_study_says_so():
     left = remaining_work(done, JOBS)
     assert left.updates == 0 and left.seconds == 0.0
     assert format_remaining(left).startswith("complete")
+
+
+def test_an_arm_with_every_episode_stored_has_nothing_left_to_train():
+    """Its checkpoints gone (step -1) but its episodes stored: the run would not train it."""
+    stored = STATUS.copy()
+    stored.loc[3, ["greedy_stored", "sampled_stored"]] = [10, 40]
+    left = remaining_work(stored, JOBS)
+    assert left.updates == 15 and left.episodes == {"greedy": 20, "sampled": 80}
+    assert abs(left.seconds - (75.0 + 20.0 + 80.0)) < 1e-9
+    assert "about 3 min" in format_remaining(left)

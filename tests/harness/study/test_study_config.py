@@ -135,7 +135,7 @@ def test_bad_merges_fail_with_one_line(tmp_path, change, error, match):
 
 @pytest.mark.parametrize("name, arms, roles", [
     ("study_smoke.toml", 3, {"cell": 2, "arm": 1}),
-    ("study_grpo_null.toml", 20, {"cell": 16, "arm": 3, "positive_control": 1}),
+    ("study_grpo_null.toml", 23, {"cell": 16, "arm": 3, "positive_control": 1, "graft": 3}),
     ("study_merge_frozenlake.toml", 11, {"cell": 1, "arm": 4, "merge": 6}),
 ])
 def test_the_example_studies_load(name, arms, roles):
@@ -150,6 +150,9 @@ def test_the_example_studies_load(name, arms, roles):
         # two paths ending alike are told apart by as many parts as it takes
         assert study.arm("lr=0.0004,kl_coef=0.04,clip_high=0.28,source=seed-1-sft") \
             .baseline == "start-1"
+        grafts = {a.name: (a.graft.source, a.baseline) for a in resolved if a.graft}
+        assert grafts == {f"pc+{g}": ("pc", "pc-start") for g in ("embeddings", "attention",
+                                                                  "mlp")}
     if name == "study_merge_frozenlake.toml":
         assert study.arm("spec-far").recipe.rollout.task_types == ("far",)
         assert {m.baseline for m in study.merges} == {"lr=0.0002"}
