@@ -67,7 +67,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if have_start:
             comparison = compare_before_after(config.db, config, seeds, sampled=sampled)
             print(format_comparison(comparison))
-    if config.eval.headroom_k and have_start:
+    if config.eval.headroom_k and (have_start or config.updates == 0):
         for s in summaries:
             table = headroom_of(config.db, config, k=config.eval.headroom_k,
                                 seed=s.train_seed)

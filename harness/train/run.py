@@ -132,8 +132,10 @@ def _train_one(config: TrainConfig, seed: int, store: Store, run_id: str, ids: d
     trainer.prepare(on_sft_step=lambda step, m: (step + 1) % 100 == 0 and say(
         f"seed {seed} sft step {step + 1}/{config.sft.steps} loss {m['sft_loss']:.4f}"))
     e = config.eval
+    # without RL updates the start is the final policy: its one evaluation is the final one
+    no_updates = config.updates == 0
     start = (None, None)
-    if evaluate_policies and e.at_start and trainer.step == 0 and e.n_tasks:
+    if evaluate_policies and e.at_start and trainer.step == 0 and e.n_tasks and not no_updates:
         samples = max(e.samples, e.headroom_k)
         initial = trainer.init_path if is_checkpoint(trainer.init_path) else trainer.save()
         start = _evaluate_both(trainer, run_id, ids["start"], ids["start_sampled"], initial,
@@ -151,8 +153,9 @@ def _train_one(config: TrainConfig, seed: int, store: Store, run_id: str, ids: d
     checkpoint = trainer.run(on_update)
     final = (None, None)
     if evaluate_policies and e.n_tasks:
+        samples = max(e.samples, e.headroom_k) if no_updates else e.samples
         final = _evaluate_both(trainer, run_id, ids["greedy"], ids["sampled"], checkpoint,
-                               e.samples)
+                               samples)
         say(f"seed {seed} final: greedy {final[0]:.3f}" + (
             f", sampled {final[1]:.3f}" if final[1] is not None else ""))
     return SeedSummary(seed, checkpoint, trainer.step, start[0], start[1], final[0], final[1],
@@ -186,8 +189,10 @@ def headroom_of(db: str | Path, config: TrainConfig, *, k: int, seed: int):
     from harness.store import load_episodes
 
     ids = policy_ids(config)
-    frame = load_episodes(db, run_id=run_id_of(config, seed),
-                          policy=[ids["start"], ids["start_sampled"]])
-    greedy = frame[frame["policy"] == ids["start"]]
-    return headroom_by_type(frame[frame["policy"] == ids["start_sampled"]],
-                            ids["start_sampled"], k, greedy=greedy, greedy_policy=ids["start"])
+    # a run without RL updates evaluated its one policy under the final ids
+    greedy_id, sampled_id = ((ids["greedy"], ids["sampled"]) if config.updates == 0
+                             else (ids["start"], ids["start_sampled"]))
+    frame = load_episodes(db, run_id=run_id_of(config, seed), policy=[greedy_id, sampled_id])
+    greedy = frame[frame["policy"] == greedy_id]
+    return headroom_by_type(frame[frame["policy"] == sampled_id], sampled_id, k, greedy=greedy,
+                            greedy_policy=greedy_id)

@@ -68,6 +68,22 @@ def test_train_two_seeds_store_metrics_and_episodes(cli, tmp_path, tiny_shape, c
     assert set(episodes["split"]) == {"test"}
 
 
+def test_a_run_without_rl_updates_evaluates_its_policy_once(cli, tmp_path, tiny_shape,
+                                                           capsys):
+    """updates = 0 (an SFT-only recipe): the start is the final policy, so it is evaluated
+    once, under the final ids, with enough samples for the headroom; no before/after."""
+    path = write_recipe(tmp_path, tiny_shape)
+    path.write_text(path.read_text().replace("updates = 2", "updates = 0")
+                    .replace("headroom_k = 2", "headroom_k = 3"))
+    assert cli(["train", "--config", str(path), "--seeds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "seed 0: 0 updates" in out and "headroom" in out and "(A) vs" not in out
+    with Store(tmp_path / "h.db") as store:
+        episodes = store.load_episodes(run_id="train-tiny-grpo-seed0")
+    assert episodes.groupby("policy").size().to_dict() == {"tiny-grpo": 4,
+                                                           "tiny-grpo/sampled": 12}
+
+
 def test_resume_continues_from_the_last_checkpoint(cli, tmp_path, tiny_shape, capsys):
     path = write_recipe(tmp_path, tiny_shape, checkpoint_every=1)
     assert cli(["train", "--config", str(path), "--seeds", "0", "--no-eval",
