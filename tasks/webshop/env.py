@@ -28,6 +28,7 @@ lists it) and, after ``Buy Now``,
 from __future__ import annotations
 
 import functools
+import threading
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -83,6 +84,7 @@ class WebShopWorld:
             "webshop extra)" if reward_version == 2
             and not self.tagger.name.startswith(UPSTREAM_TAGGER) else None)
         self._index = index
+        self._index_lock = threading.Lock()
         self._search = functools.lru_cache(maxsize=4096)(self._search_uncached)
 
     @property
@@ -90,9 +92,11 @@ class WebShopWorld:
         """The catalogue's search index, built at the first search (listing the suite, or
         reading its tasks, needs none)."""
         if self._index is None:
-            products = self.catalog.products
-            self._index = BM25Index([p.search_text() for p in products],
-                                    [p.asin for p in products])
+            with self._index_lock:  # two first searches at once build it once
+                if self._index is None:
+                    products = self.catalog.products
+                    self._index = BM25Index([p.search_text() for p in products],
+                                            [p.asin for p in products])
         return self._index
 
     def _search_uncached(self, keywords: str) -> tuple[str, ...]:
