@@ -41,7 +41,9 @@ The example recipe that learns step-wise (`examples/frozenlake_grpo.toml`: hidde
 training success rose from 0.45 to 0.57, but on 200 held-out maps greedy success went from
 36.5% to 35.5% (-1.0 [-7.5, +5.5]), sampled +2.0 [-3.5, +7.75], and played without
 compaction +0.75 [-5.25, +6.75]: what it learned on the training maps did not carry to new
-ones.
+ones. The same run without compaction (whole-episode context, no budget) did not carry either:
+training success 0.45 to 0.53, held-out greedy 40.5% to 36.0% (-4.5 [-10.5, +2.0]). So the
+whole-episode context, not compaction, is what keeps this recipe from generalising.
 """
 
 from __future__ import annotations
