@@ -35,15 +35,16 @@ seed 0 +6.9 [+3.9, +9.9] but seed 1 +0.3 [-2.6, +3.2]; with the trainer's exampl
 (16 maps per update, four minibatches, lr 2e-4, clip-higher 0.28, 80 updates) seed 1 +0.6
 [-2.8, +3.8] (training reward rose from 1.78 to 1.88 of 3); GiGPO (per-step credit) in
 place of GRPO, 80 updates, seed 1 -0.4 [-3.4, +2.5] (training reward flat, 1.76 to 1.72).
-The example recipe that learns step-wise (`examples/frozenlake_grpo.toml`: hidden 128,
-4 layers, 60 updates of 128 episodes on frozenlake-random@1 from a 300-step SFT start) run
-with ``context = "episode"`` and ``compact_budget = 300`` (31 compactions per update on average, 25-27 in each evaluation):
-training success rose from 0.45 to 0.57, but on 200 held-out maps greedy success went from
-36.5% to 35.5% (-1.0 [-7.5, +5.5]), sampled +2.0 [-3.5, +7.75], and played without
-compaction +0.75 [-5.25, +6.75]: what it learned on the training maps did not carry to new
-ones. The same run without compaction (whole-episode context, no budget) did not carry either:
-training success 0.45 to 0.53, held-out greedy 40.5% to 36.0% (-4.5 [-10.5, +2.0]). So the
-whole-episode context, not compaction, is what keeps this recipe from generalising.
+The example recipe that learns step-wise (`examples/frozenlake_grpo.toml`: hidden 128, 4
+layers, 60 updates of 128 episodes on frozenlake-random@1 from a 300-step SFT start) run with
+``context = "episode"`` and ``compact_budget = 300`` (31 compactions per update on average,
+25-27 in each evaluation): training success rose from 0.45 to 0.57, but on 200 held-out maps
+greedy success went from 36.5% to 35.5% (-1.0 [-7.5, +5.5]), sampled +2.0 [-3.5, +7.75], and
+played without compaction +0.75 [-5.25, +6.75]: what it learned on the training maps did not
+carry to new ones. The same run without compaction (whole-episode context, no budget) did not
+carry either: training success 0.45 to 0.53, held-out greedy 40.5% to 36.0% (-4.5 [-10.5,
++2.0]). So the whole-episode context, not compaction, is what keeps this recipe from
+generalising.
 """
 
 from __future__ import annotations
