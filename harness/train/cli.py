@@ -38,7 +38,8 @@ def _say(message: str) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     from harness.train.config import load_train_config
     from harness.core import require
-    from harness.train.run import compare_before_after, headroom_of, run_training
+    from harness.train.run import (compare_before_after, headroom_of, run_training,
+                                   start_is_final)
 
     require("transformers", "train", "training").utils.logging.disable_progress_bar()
 
@@ -67,7 +68,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if have_start:
             comparison = compare_before_after(config.db, config, seeds, sampled=sampled)
             print(format_comparison(comparison))
-    if config.eval.headroom_k and (have_start or config.updates == 0):
+    if config.eval.headroom_k and (have_start or start_is_final(config)):
         for s in summaries:
             table = headroom_of(config.db, config, k=config.eval.headroom_k,
                                 seed=s.train_seed)

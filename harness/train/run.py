@@ -31,8 +31,7 @@ from harness.train.evaluation import EvalSpec, evaluate_checkpoint
 from harness.train.trainer import Trainer, UpdateResult, compaction_options
 
 __all__ = ["SeedSummary", "run_training", "evaluate_trainer", "run_id_of", "metrics_run_id",
-           "policy_ids",
-           "compare_before_after", "headroom_of"]
+           "policy_ids", "start_is_final", "compare_before_after", "headroom_of"]
 
 
 def metrics_run_id(config: TrainConfig) -> str:
@@ -49,6 +48,13 @@ def policy_ids(config: TrainConfig) -> dict[str, str]:
     name = config.resolved_name()
     return {"greedy": name, "sampled": f"{name}/sampled", "start": f"{name}@start",
             "start_sampled": f"{name}@start/sampled"}
+
+
+def start_is_final(config: TrainConfig) -> bool:
+    """A recipe without RL updates (SFT only): its start is its final policy, so it is
+    evaluated once, under the final ids (`policy_ids` ``greedy``/``sampled``), with samples
+    enough for the headroom, and has no before/after comparison."""
+    return config.updates == 0
 
 
 def _identity(config: TrainConfig) -> dict[str, Any]:
@@ -132,8 +138,7 @@ def _train_one(config: TrainConfig, seed: int, store: Store, run_id: str, ids: d
     trainer.prepare(on_sft_step=lambda step, m: (step + 1) % 100 == 0 and say(
         f"seed {seed} sft step {step + 1}/{config.sft.steps} loss {m['sft_loss']:.4f}"))
     e = config.eval
-    # without RL updates the start is the final policy: its one evaluation is the final one
-    no_updates = config.updates == 0
+    no_updates = start_is_final(config)
     start = (None, None)
     if evaluate_policies and e.at_start and trainer.step == 0 and e.n_tasks and not no_updates:
         samples = max(e.samples, e.headroom_k)
@@ -189,8 +194,7 @@ def headroom_of(db: str | Path, config: TrainConfig, *, k: int, seed: int):
     from harness.store import load_episodes
 
     ids = policy_ids(config)
-    # a run without RL updates evaluated its one policy under the final ids
-    greedy_id, sampled_id = ((ids["greedy"], ids["sampled"]) if config.updates == 0
+    greedy_id, sampled_id = ((ids["greedy"], ids["sampled"]) if start_is_final(config)
                              else (ids["start"], ids["start_sampled"]))
     frame = load_episodes(db, run_id=run_id_of(config, seed), policy=[greedy_id, sampled_id])
     greedy = frame[frame["policy"] == greedy_id]
