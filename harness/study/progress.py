@@ -41,27 +41,26 @@ def _modes(status: pd.DataFrame) -> list[str]:
 
 def remaining_work(status: pd.DataFrame, jobs: pd.DataFrame) -> Remaining:
     """The updates and episodes `status` has left, and their time at the rates of `jobs`."""
-    modes = _modes(status)
-    pending = sum(status[f"{m}_expected"] - status[f"{m}_stored"] for m in modes) > 0
+    left_by_mode = {mode: status[f"{mode}_expected"] - status[f"{mode}_stored"]
+                    for mode in _modes(status)}
+    pending = sum(left_by_mode.values()) > 0
     trained = status[~status["role"].isin(_BUILT) & (status["updates"] > 0) & pending]
     updates_left = int((trained["updates"] - trained["step"].clip(lower=0)).clip(lower=0).sum())
-    episodes = {mode: int((status[f"{mode}_expected"] - status[f"{mode}_stored"]).sum())
-                for mode in modes}
-    jobs_with_status = jobs.merge(status, left_on=["arm", "train_seed"], right_on=["arm", "seed"])
+    episodes = {mode: int(left.sum()) for mode, left in left_by_mode.items()}
+    done = jobs.merge(status, left_on=["arm", "train_seed"], right_on=["arm", "seed"])
+    done_training = done[(done["job"] == "train") & ~done["role"].isin(_BUILT)
+                         & (done["updates"] > 0)]
     seconds = 0.0
-    done_training = jobs_with_status[(jobs_with_status["job"] == "train") & ~jobs_with_status["role"].isin(_BUILT)
-                          & (jobs_with_status["updates"] > 0)]
     if updates_left:
         if done_training.empty:
             return Remaining(updates_left, episodes, None)
         seconds += updates_left * done_training["wall_s"].sum() / done_training["updates"].sum()
     for mode, left in episodes.items():
-        if not left:
-            continue
-        done = jobs_with_status[jobs_with_status["job"] == mode]
-        if done.empty:
+        played = done[done["job"] == mode]
+        if left and played.empty:
             return Remaining(updates_left, episodes, None)
-        seconds += left * done["wall_s"].sum() / done[f"{mode}_expected"].sum()
+        if left:
+            seconds += left * played["wall_s"].sum() / played[f"{mode}_expected"].sum()
     return Remaining(updates_left, episodes, seconds)
 
 

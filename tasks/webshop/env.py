@@ -28,8 +28,8 @@ lists it) and, after ``Buy Now``,
 from __future__ import annotations
 
 import functools
-import threading
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
