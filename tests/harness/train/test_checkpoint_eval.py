@@ -17,7 +17,7 @@ import pytest
 from harness.cli import main
 from harness.store import Store, load_episodes
 from harness.train.config import load_train_config
-from harness.train.run import policy_ids, run_id_of, run_training
+from harness.train.run import policy_ids, run_id_of, run_training, start_is_final
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 N_TASKS = 60
@@ -37,9 +37,11 @@ def test_trainer_evaluation_equals_harness_run_on_the_checkpoint(tmp_path, capsy
     assert meta["scaffold"]["id"] == "bare@2"
     assert meta["decoding"]["max_new_tokens"] == config.rollout.max_new_tokens
 
+    # SFT only: the start is the final policy, evaluated once under the final ids
+    assert start_is_final(config) and summary.start_greedy is None
     trainer = load_episodes(config.db, run_id=run_id_of(config, 0),
-                            policy=policy_ids(config)["start"])
-    assert len(trainer) == N_TASKS and summary.start_greedy == trainer.success.mean()
+                            policy=policy_ids(config)["greedy"])
+    assert len(trainer) == N_TASKS and summary.final_greedy == trainer.success.mean()
 
     db = tmp_path / "run.db"
     spec = f"checkpoint:{checkpoint}"
