@@ -125,11 +125,13 @@ def _trained_step(job: TrainJob) -> int:
 
 def study_status(study: StudyConfig, store: Store) -> pd.DataFrame:
     """One row per (arm, seed): role, training progress (``step``/``updates``, -1 = not
-    started) and stored/expected episodes per decoding."""
+    started), the recipe's SFT steps and stored/expected episodes per decoding."""
     train, evals = plan_study(study)
     counts = _stored_counts(store, study)
     rows = {(j.arm.name, j.seed): {"arm": j.arm.name, "role": j.arm.role, "seed": j.seed,
-                                   "step": _trained_step(j), "updates": j.arm.recipe.updates}
+                                   "step": _trained_step(j), "updates": j.arm.recipe.updates,
+                                   "sft_steps": j.arm.recipe.sft.steps
+                                   if j.arm.graft is None and j.arm.merge is None else 0}
             for j in train}
     for j in evals:
         row = rows[(j.arm.name, j.seed)]

@@ -76,7 +76,8 @@ class RolloutConfig:
                         "hf")
     tasks_per_update: int = _help("tasks (groups) sampled from the train split per update", 16)
     task_types: tuple[str, ...] = _help("train only on these task types of the train split "
-                                        "(a specialist; empty: every type)", ())
+                                        "(a specialist: its RL tasks and its SFT "
+                                        "demonstrations; empty: every type)", ())
     group_size: int = _help("episodes per task from the same env seed (G of GRPO; DeepSeekMath "
                             "uses 64, verl-agent 8)", 8)
     context: str = _help("'step': one sample per step, prompt = the last `history` steps + "
@@ -272,7 +273,8 @@ class SFTConfig:
     warmup_steps: int = _help("linear warm-up steps", 0)
     batch_size: int = _help("(prompt, action) samples per step", 64)
     grad_clip: float = _help("clip the global gradient norm to this (0 = off)", 1.0)
-    max_tasks: int | None = _help("use only the first N train tasks (all when unset)", None)
+    max_tasks: int | None = _help("use only the first N train tasks of `rollout.task_types` "
+                                  "(all when unset)", None)
     noise: float = _help("oracle source: probability that the roll-in takes a random action "
                          "(every visited state keeps the oracle's label; DART, Laskey et al. "
                          "2017); 0 = the oracle's own trajectories", 0.0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from harness.core import HarnessError, make_rng
@@ -101,21 +101,26 @@ def _labelled_rollin(suite: Suite, task: TaskSpec, env_seed: int, max_steps: int
     return steps if (noise or info.get("won", False)) else []
 
 
-def stored_demonstrations(db: str, policy: str, suite: str) -> list[list[tuple[str, str]]]:
-    """Successful episodes of `policy` on `suite` from the results store."""
+def stored_demonstrations(db: str, policy: str, suite: str,
+                          task_ids: Collection[str] | None = None
+                          ) -> list[list[tuple[str, str]]]:
+    """Successful episodes of `policy` on `suite` from the results store (on `task_ids` only,
+    when given)."""
     from harness.records import EpisodeKey
     from harness.store import Store
 
     with Store(db) as store:
         frame = store.load_episodes(policy=policy, suite=suite, statuses=["ok"])
         frame = frame[frame["success"]]
+        if task_ids is not None:
+            frame = frame[frame["task_id"].isin(set(task_ids))]
         episodes = []
         for row in frame.itertuples():
             key = EpisodeKey(row.policy, row.suite, row.task_id, row.eval_seed, row.sample)
             episodes.append([(s.observation, s.action) for s in store.load_steps(row.run_id, key)])
     if not episodes:
         raise HarnessError(f"no successful stored episodes of policy {policy!r} on {suite} "
-                           f"in {db}")
+                           f"in {db}" + (" on the chosen task types" if task_ids else ""))
     return episodes
 
 

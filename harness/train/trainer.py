@@ -123,14 +123,16 @@ class Trainer:
         if is_checkpoint(target):
             return target
         loaded = load_model(c.model, source, chat_template=c.model.chat_template)
-        tasks = self.suite.tasks("train")[:c.sft.max_tasks]
+        tasks = self.train[:c.sft.max_tasks]  # a specialist's demonstrations: its task types
         if c.sft.source == "oracle":
             demos = oracle_demonstrations(self.suite, tasks, max_steps=c.rollout.max_steps,
                                           seed_of=lambda t: env_seed(self.suite.id, t.id, 0),
                                           noise=c.sft.noise, rollins=c.sft.rollins,
                                           seed=self.train_seed)
         else:
-            demos = stored_demonstrations(c.db, c.sft.store_policy, self.suite.id)
+            demos = stored_demonstrations(
+                c.db, c.sft.store_policy, self.suite.id,
+                task_ids={t.id for t in tasks} if c.rollout.task_types else None)
         tokenization = Tokenization(loaded.tokenizer)
         samples = demonstration_samples(self.suite.instructions, demos,
                                         tokenization=tokenization, scaffold=self.scaffold,

@@ -66,3 +66,25 @@ def test_an_arm_with_every_episode_stored_has_nothing_left_to_train():
     assert left.updates == 15 and left.episodes == {"greedy": 20, "sampled": 80}
     assert abs(left.seconds - (75.0 + 20.0 + 80.0)) < 1e-9
     assert "about 3 min" in format_remaining(left)
+
+
+def test_supervised_arms_count_their_sft_steps_at_the_sft_rate():
+    """SFT-only jobs give 300 s / 150 steps = 2 s a step; the RL job's 300 s less its 100
+    SFT steps (200 s) over 20 updates gives 5 s an update. Left: 150 + 450 SFT steps (1,200 s),
+    10 updates (50 s) and 3 x 10 greedy episodes at 20 s / 20 = 1 s (30 s): 1,280 s."""
+    status = pd.DataFrame([
+        ["spec-a", "arm", 0, 0, 0, 150, 10, 10],     # done
+        ["spec-a", "arm", 1, -1, 0, 150, 0, 10],     # not started: its SFT is left
+        ["joint", "cell", 0, -1, 0, 450, 0, 10],     # not started
+        ["rl", "arm", 0, 10, 20, 100, 0, 10],        # SFT done, 10 updates left
+        ["rl", "arm", 1, 20, 20, 100, 10, 10],       # done
+    ], columns=["arm", "role", "seed", "step", "updates", "sft_steps", "greedy_stored",
+                "greedy_expected"])
+    jobs = _jobs([["spec-a", 0, "train", 300.0], ["spec-a", 0, "greedy", 10.0],
+                  ["rl", 1, "train", 300.0], ["rl", 1, "greedy", 10.0]])
+    left = remaining_work(status, jobs)
+    assert (left.updates, left.sft_steps, left.episodes) == (10, 600, {"greedy": 30})
+    assert abs(left.seconds - 1280.0) < 1e-9
+    assert "10 training updates, 600 SFT steps" in format_remaining(left)
+    no_sft_rate = remaining_work(status, jobs[jobs["arm"] == "rl"])
+    assert no_sft_rate.seconds is None  # SFT steps left, no supervised job finished yet

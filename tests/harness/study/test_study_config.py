@@ -137,6 +137,7 @@ def test_bad_merges_fail_with_one_line(tmp_path, change, error, match):
     ("study_smoke.toml", 3, {"cell": 2, "arm": 1}),
     ("study_grpo_null.toml", 23, {"cell": 16, "arm": 3, "positive_control": 1, "graft": 3}),
     ("study_merge_frozenlake.toml", 11, {"cell": 1, "arm": 4, "merge": 6}),
+    ("study_merge_appworld.toml", 11, {"cell": 1, "arm": 4, "merge": 6}),
 ])
 def test_the_example_studies_load(name, arms, roles):
     from collections import Counter
@@ -156,6 +157,14 @@ def test_the_example_studies_load(name, arms, roles):
     if name == "study_merge_frozenlake.toml":
         assert study.arm("spec-far").recipe.rollout.task_types == ("far",)
         assert {m.baseline for m in study.merges} == {"lr=0.0002"}
+    if name == "study_merge_appworld.toml":  # the joint model's budget: the specialists' sum
+        specialists = [study.arm(f"spec-d{level}").recipe for level in (1, 2, 3)]
+        assert [r.rollout.task_types for r in specialists] == [
+            (f"difficulty-{level}",) for level in (1, 2, 3)]
+        joint = study.arm("lr=0.003").recipe
+        assert joint.sft.steps == sum(r.sft.steps for r in specialists)
+        assert joint.rollout.task_types == () and {m.baseline for m in study.merges} == {
+            "lr=0.003"}
 
 
 def test_each_initialisation_against_its_own_start(tmp_path):

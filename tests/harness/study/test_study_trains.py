@@ -163,3 +163,40 @@ def test_the_merge_template_runs_end_to_end_at_smoke_scale(tmp_path):
     for method in ("linear", "task_arithmetic", "ties", "ram", "ramplus", "ramplus_tl"):
         assert f"| {method} |" in merging
     assert "## Task-vector geometry" in text and "| floor |" in text
+
+
+def test_the_appworld_merge_template_runs_end_to_end_at_smoke_scale(tmp_path):
+    """examples/study_merge_appworld.toml as shipped, with a smaller tiny model, a few SFT
+    steps, short replies and three test tasks: the supervised specialists (each on its own
+    level's demonstrations), the joint model and all six merges train, build, evaluate in the
+    sandboxed appworld-lite and report, with the geometry's floor and ceiling."""
+    from pathlib import Path
+
+    from harness.core import read_toml
+    from harness.study.analysis import analyse_study
+    from harness.study.config import make_study_config
+    from harness.study.report import write_report
+
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    values = read_toml(examples / "study_merge_appworld.toml")
+    values.update(out_dir=str(tmp_path / "out"), db=str(tmp_path / "h.db"),
+                  report_dir=str(tmp_path / "report"))
+    values["base"] = {**values["base"],
+                      "model": {**values["base"]["model"], "hidden": 32, "heads": 2,
+                                "kv_heads": 1, "intermediate": 64, "threads": 1},
+                      "rollout": {"max_steps": 1, "max_new_tokens": 32},
+                      "sft": {**values["base"]["sft"], "steps": 6, "batch_size": 2,
+                              "warmup_steps": 1}}
+    for arm in values["arms"]:
+        if arm["name"].startswith("spec-"):
+            arm["recipe"].update({"sft.steps": 2, "sft.save_at": [1]})
+    values["eval"] = {**values["eval"], "n_tasks": 3}
+    study = make_study_config(values, root=examples)
+    status = run_study(study)
+    # the joint cell and three specialists x 2 seeds, the start, six merges x 2 seeds
+    assert (status["greedy_stored"] == status["greedy_expected"]).all() and len(status) == 21
+    text = write_report(study, analyse_study(study), tmp_path / "report").read_text()
+    merging = (tmp_path / "report" / "merging.md").read_text()
+    for method in ("linear", "task_arithmetic", "ties", "ram", "ramplus", "ramplus_tl"):
+        assert f"| {method} |" in merging
+    assert "| floor |" in text and "| ceiling |" in text

@@ -184,6 +184,22 @@ def test_checkpoints_resolve_through_the_checkpoint_policy_reader(tmp_path, tiny
     assert (meta["train_seed"], meta["step"]) == (5, 2)
 
 
+def test_a_specialists_sft_demonstrations_are_its_task_types_only(tmp_path, tiny_shape,
+                                                                  monkeypatch):
+    import harness.train.sft as sft_module
+
+    seen = []
+    real = sft_module.oracle_demonstrations
+    monkeypatch.setattr(sft_module, "oracle_demonstrations",
+                        lambda suite, tasks, **k: seen.extend(tasks) or real(suite, tasks, **k))
+    config = recipe(tmp_path, tiny_shape, rollout={"task_types": ["near", "mid"]},
+                    sft={"steps": 1, "batch_size": 2, "max_tasks": 5})
+    trainer = Trainer(config, 0, work_dir=tmp_path / "w")
+    trainer.prepare()
+    assert len(seen) == 5 and {t.task_type for t in seen} <= {"near", "mid"}
+    assert seen == trainer.train[:5]
+
+
 def test_a_specialist_trains_on_its_task_types_only(tmp_path, tiny_shape, monkeypatch):
     config = recipe(tmp_path, tiny_shape, rollout={"task_types": ["far"]})
     trainer = Trainer(config, 0, work_dir=tmp_path / "w")
