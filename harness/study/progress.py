@@ -6,13 +6,15 @@ times (`harness.study.run.load_study_jobs`): seconds per SFT step from the finis
 supervised-only training jobs, seconds per update from the finished training jobs of arms
 with updates (less their SFT steps at that rate, when it is known), playing seconds per
 episode per decoding from the finished evaluation jobs. An arm's SFT is counted while its
-training has not saved a checkpoint (an interrupted SFT starts again). The estimate is the work left at those rates, on the machine and under the
-load the finished jobs ran with; it is None until every kind of work left has a measured rate.
+training has not saved a checkpoint (an interrupted SFT starts again). The estimate is the
+work left at those rates, on the machine and under the load the finished jobs ran with; it
+is None until every kind of work left has a measured rate.
 Arms built from others (grafts, merges) are counted by their episodes only (building one takes
 seconds); a trained arm whose episodes are all stored has nothing left (the run does not
 train it again). Jobs run one after another (the local executor); on Ray, arms in parallel
-finish sooner. A job that was resumed records the time of its last part only, against all
-of its work, so after an interruption the rates are too fast and the estimate too short.
+finish sooner. A job that was resumed records the time of its last part with the work of that
+part (`harness.study.run.STUDY_TABLES` version 2), so an interruption leaves the rates right;
+jobs recorded before that version count their whole work against their last part's time.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def remaining_work(status: pd.DataFrame, jobs: pd.DataFrame) -> Remaining:
     updates_left = int((trained["updates"] - trained["step"].clip(lower=0)).clip(lower=0).sum())
     sft_left = int(trained.loc[trained["step"] < 0, "sft_steps"].sum())
     episodes = {mode: int(left.sum()) for mode, left in left_by_mode.items()}
-    done = jobs.merge(status, left_on=["arm", "train_seed"], right_on=["arm", "seed"])
+    done = _work_done(jobs.merge(status, left_on=["arm", "train_seed"],
+                                 right_on=["arm", "seed"]))
     rates = _training_rates(done[(done["job"] == "train") & ~done["role"].isin(_BUILT)])
     seconds = 0.0
     for left, rate in ((updates_left, rates[0]), (sft_left, rates[1])):
@@ -65,20 +68,36 @@ def remaining_work(status: pd.DataFrame, jobs: pd.DataFrame) -> Remaining:
         if left and played.empty:
             return Remaining(updates_left, episodes, None, sft_left)
         if left:
-            seconds += left * played["wall_s"].sum() / played[f"{mode}_expected"].sum()
+            seconds += left * played["wall_s"].sum() / max(played["episodes_done"].sum(), 1)
     return Remaining(updates_left, episodes, seconds, sft_left)
+
+
+def _work_done(done: pd.DataFrame) -> pd.DataFrame:
+    """`done` with the work each job's timed part did: ``updates_done``, ``sft_done`` and
+    ``episodes_done`` from its ``work`` (JSON), or the job's whole work where it has none
+    (rows written before the study table's version 2, or hand-made tables)."""
+    import json
+
+    work = [json.loads(w) if isinstance(w, str) else {}
+            for w in (done["work"] if "work" in done else [None] * len(done))]
+    expected = [done.at[i, f"{job}_expected"] if f"{job}_expected" in done else 0
+                for i, job in zip(done.index, done["job"])]
+    return done.assign(
+        updates_done=[w.get("updates", u) for w, u in zip(work, done["updates"])],
+        sft_done=[w.get("sft_steps", n) for w, n in zip(work, done["sft_steps"])],
+        episodes_done=[w.get("episodes", e) for w, e in zip(work, expected)])
 
 
 def _training_rates(training: pd.DataFrame) -> tuple[float | None, float | None]:
     """Seconds per update and per SFT step of finished training jobs (None: no such job)."""
-    supervised = training[(training["updates"] == 0) & (training["sft_steps"] > 0)]
-    per_sft = (supervised["wall_s"].sum() / supervised["sft_steps"].sum()
+    supervised = training[(training["updates_done"] == 0) & (training["sft_done"] > 0)]
+    per_sft = (supervised["wall_s"].sum() / supervised["sft_done"].sum()
                if not supervised.empty else None)
-    rl = training[training["updates"] > 0]
+    rl = training[training["updates_done"] > 0]
     if rl.empty:
         return None, per_sft
-    rl_seconds = rl["wall_s"].sum() - (per_sft or 0.0) * rl["sft_steps"].sum()
-    return max(rl_seconds, 0.0) / rl["updates"].sum(), per_sft
+    rl_seconds = rl["wall_s"].sum() - (per_sft or 0.0) * rl["sft_done"].sum()
+    return max(rl_seconds, 0.0) / rl["updates_done"].sum(), per_sft
 
 
 def format_remaining(remaining: Remaining) -> str:

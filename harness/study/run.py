@@ -42,8 +42,12 @@ STUDY_TABLES = TableSet("study_jobs", ("""
 CREATE TABLE IF NOT EXISTS study_jobs (
     study TEXT NOT NULL, arm TEXT NOT NULL, train_seed INTEGER NOT NULL, job TEXT NOT NULL,
     run_id TEXT NOT NULL, wall_s REAL NOT NULL, compute TEXT NOT NULL, finished_at REAL NOT NULL,
-    PRIMARY KEY (study, arm, train_seed, job))""",))
-"""Version 1: one row per finished job (``train``, ``greedy``, ``sampled``)."""
+    PRIMARY KEY (study, arm, train_seed, job))""",
+    "ALTER TABLE study_jobs ADD COLUMN work TEXT;"))
+"""Version 1: one row per finished job (``train``, ``greedy``, ``sampled``, ``graft``,
+``merge``). Version 2: ``work``, the work of the job's last part, the one ``wall_s`` times
+(JSON: ``updates`` and ``sft_steps`` of a training job, ``episodes`` of an evaluation; NULL
+in rows written before it, which count the job's whole work)."""
 
 MODES = ("greedy", "sampled")
 
@@ -141,17 +145,23 @@ def study_status(study: StudyConfig, store: Store) -> pd.DataFrame:
 
 
 def _record(store: Store, study: StudyConfig, arm: Arm, seed: int, job: str, run_id: str,
-            wall_s: float) -> None:
+            wall_s: float, work: dict[str, int] | None = None) -> None:
+    """A finished job: `wall_s` of its last part (a resumed job's, after the interruption),
+    which did `work` (None: the job's whole work)."""
     store.tables(STUDY_TABLES).execute(
-        "INSERT OR REPLACE INTO study_jobs VALUES (?,?,?,?,?,?,?,?)",
+        "INSERT OR REPLACE INTO study_jobs (study, arm, train_seed, job, run_id, wall_s, "
+        "compute, finished_at, work) VALUES (?,?,?,?,?,?,?,?,?)",  # named: later columns add
         (study.name, arm.name, int(seed), job, run_id, float(wall_s),
-         encode_json(compute_provenance(arm.recipe.model.threads)), time.time()))
+         encode_json(compute_provenance(arm.recipe.model.threads)), time.time(),
+         None if work is None else encode_json(work)))
 
 
 def load_study_jobs(store: Store, study: StudyConfig) -> pd.DataFrame:
-    """The finished jobs of ``study`` with wall time and compute provenance (JSON text)."""
+    """The finished jobs of ``study`` with wall time, compute provenance (JSON text) and the
+    work the timed part did (JSON text; None: the whole job)."""
     db = store.tables(STUDY_TABLES)
-    columns = ["arm", "train_seed", "job", "run_id", "wall_s", "compute", "finished_at"]
+    columns = ["arm", "train_seed", "job", "run_id", "wall_s", "compute", "finished_at",
+               "work"]
     if db is None:
         return pd.DataFrame(columns=columns)
     rows = db.execute(f"SELECT {', '.join(columns)} FROM study_jobs WHERE study = ? "
@@ -163,10 +173,16 @@ def _train(job: TrainJob, store: Store, study: StudyConfig, say: Callable[[str],
     from harness.train.metrics_table import write_train_metrics
     from harness.train.trainer import Trainer
 
+    from harness.train.checkpoint import is_checkpoint, latest_checkpoint
+
     started = time.perf_counter()
     name = f"{job.arm.name} seed {job.seed}"
     trainer = Trainer(job.arm.recipe, job.seed, resume=True)
+    fresh = (latest_checkpoint(trainer.seed_dir) is None
+             and not is_checkpoint(trainer.seed_dir / "sft"))  # as `Trainer.prepare` decides
     trainer.prepare()
+    work = {"updates": job.arm.recipe.updates - trainer.step,
+            "sft_steps": job.arm.recipe.sft.steps if fresh else 0}
     if trainer.step:
         say(f"{name}: resuming training at update {trainer.step}")
     metrics_run = f"study-{study.name}-{job.arm.name}"
@@ -178,7 +194,7 @@ def _train(job: TrainJob, store: Store, study: StudyConfig, say: Callable[[str],
 
     trainer.run(on_update)
     _record(store, study, job.arm, job.seed, "train", metrics_run,
-            time.perf_counter() - started)
+            time.perf_counter() - started, work)
 
 
 def _graft(job: TrainJob, store: Store, study: StudyConfig, say: Callable[[str], None]) -> None:
@@ -233,7 +249,9 @@ def _identity(study: StudyConfig, arm: Arm, seed: int) -> dict[str, Any]:
             "recipe": arm.recipe.to_dict(), "eval": asdict(study.eval)}
 
 
-def _evaluate(job: EvalJob, store: Store, study: StudyConfig, checkpoint: Path) -> None:
+def _evaluate(job: EvalJob, store: Store, study: StudyConfig, checkpoint: Path,
+              stored: int) -> None:
+    """Play `job`'s episodes (`stored` of them are in the store already)."""
     from harness.policies.checkpoint import make_checkpoint_policy
     from harness.policies.specs import parse_model_spec
     from harness.train.evaluation import EvalSpec, checkpoint_policy_spec
@@ -253,7 +271,8 @@ def _evaluate(job: EvalJob, store: Store, study: StudyConfig, checkpoint: Path) 
                        concurrency=e.concurrency, db=study.db, run_id=job.run_id,
                        max_error_rate=0.0)
     asyncio.run(run_async(config, store=store, policies=[policy], begin=False))
-    _record(store, study, job.arm, job.seed, job.mode, job.run_id, time.perf_counter() - started)
+    _record(store, study, job.arm, job.seed, job.mode, job.run_id, time.perf_counter() - started,
+            {"episodes": job.expected - stored})
 
 
 def run_study(study: StudyConfig, *, on_event: Callable[[str], None] | None = None,
@@ -289,5 +308,5 @@ def run_study(study: StudyConfig, *, on_event: Callable[[str], None] | None = No
                                    "study a new name)") from None
             for j in pending:
                 say(f"{j.arm.name} seed {j.seed}: evaluating {j.mode} ({j.expected} episodes)")
-                _evaluate(j, store, study, job.checkpoint)
+                _evaluate(j, store, study, job.checkpoint, counts.get((j.run_id, j.policy_id), 0))
         return study_status(study, store)

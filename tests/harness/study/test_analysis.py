@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -65,6 +67,27 @@ def test_status_counts_partial_progress(tmp_path):
     assert start["greedy_stored"] == start["greedy_expected"] == 24
     assert (status[status["arm"] != "start"]["greedy_stored"] == 0).all()
     assert (status["step"] == -1).all()
+
+
+def test_a_version_1_jobs_table_is_upgraded_and_keeps_its_rows(tmp_path):
+    """A database a study wrote before the ``work`` column: its row reads with no work (the
+    whole job), and a new row records its work."""
+    import sqlite3
+
+    from harness.study.run import STUDY_TABLES, _record, load_study_jobs
+
+    study = load_study_config(write_study(tmp_path))
+    with Store(study.db):
+        pass  # the core tables
+    with sqlite3.connect(study.db) as db:
+        db.executescript(STUDY_TABLES.migrations[0])
+        db.execute("INSERT INTO meta VALUES ('tables:study_jobs', '1')")
+        db.execute("INSERT INTO study_jobs VALUES ('t', 'start', 0, 'greedy', 'r', 2.5, '{}', 1)")
+    with Store(study.db) as store:
+        _record(store, study, study.arm("start"), 0, "sampled", "r", 4.0, {"episodes": 3})
+        jobs = load_study_jobs(store, study).set_index("job")
+    assert jobs.loc["greedy", "wall_s"] == 2.5 and not isinstance(jobs.loc["greedy", "work"], str)
+    assert json.loads(jobs.loc["sampled", "work"]) == {"episodes": 3}
 
 
 @pytest.fixture

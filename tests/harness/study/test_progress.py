@@ -88,3 +88,17 @@ def test_supervised_arms_count_their_sft_steps_at_the_sft_rate():
     assert "10 training updates, 600 SFT steps" in format_remaining(left)
     no_sft_rate = remaining_work(status, jobs[jobs["arm"] == "rl"])
     assert no_sft_rate.seconds is None  # SFT steps left, no supervised job finished yet
+
+
+def test_a_resumed_job_is_timed_against_the_work_of_its_last_part():
+    """The cell's seed 0 was resumed at update 15: its 50 s did 5 updates (10 s each, not
+    100 s / 20 = 5 s), and its sampled evaluation resumed with 30 of 40 stored: 10 episodes
+    in 10 s. Left: 35 updates (350 s), greedy 30 at 20 s / 20 (30 s), sampled 120 at
+    (30 + 10) s / (40 + 10) (96 s): 476 s."""
+    jobs = JOBS.assign(work=None)
+    jobs.loc[(jobs["arm"] == "cell") & (jobs["job"] == "train"), ["wall_s", "work"]] = [
+        50.0, '{"updates": 5, "sft_steps": 0}']
+    jobs.loc[(jobs["arm"] == "cell") & (jobs["job"] == "sampled"), ["wall_s", "work"]] = [
+        10.0, '{"episodes": 10}']
+    left = remaining_work(STATUS, jobs)
+    assert left.updates == 35 and abs(left.seconds - 476.0) < 1e-9

@@ -83,7 +83,28 @@ def test_tiny_study_resumes_after_interruptions(tmp_path, monkeypatch):
     assert not frame.duplicated(key).any()
     assert len(frame) == (2 * 2 + 1 + 2 + 2) * (3 * 2 + 3 * 2 * 2)
     assert set(frame["train_seed"].dropna().astype(int)) == {0, 1}
+    _resumed_jobs_record_the_work_of_their_last_part(study)
     _graft_and_weights_are_reported(study, tmp_path)
+
+
+def _resumed_jobs_record_the_work_of_their_last_part(study):
+    """The interrupted training job resumed at update 1 of 2 (its checkpoint of update 1)
+    and the interrupted evaluation with one task's episodes stored: each row's work is what
+    its timed last part did; an uninterrupted job's is its whole work (a built arm's, none)."""
+    import json
+
+    from harness.store import Store
+    from harness.study.run import load_study_jobs
+
+    with Store(study.db) as store:
+        jobs = load_study_jobs(store, study)
+    work = [json.loads(w) if isinstance(w, str) else None for w in jobs["work"]]
+    assert all(w is None for w, job in zip(work, jobs["job"]) if job in ("graft", "merge"))
+    trained = [w for w, job in zip(work, jobs["job"]) if job == "train"]
+    assert {"updates": 1, "sft_steps": 0} in trained and {"updates": 2, "sft_steps": 0} in trained
+    greedy = {w["episodes"] for w, job in zip(work, jobs["job"]) if job == "greedy"}
+    sampled = {w["episodes"] for w, job in zip(work, jobs["job"]) if job == "sampled"}
+    assert greedy | sampled >= {6, 12} and len(greedy | sampled) == 3  # whole; one resumed
 
 
 def _graft_and_weights_are_reported(study, tmp_path):
