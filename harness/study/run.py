@@ -170,10 +170,9 @@ def load_study_jobs(store: Store, study: StudyConfig) -> pd.DataFrame:
 
 
 def _train(job: TrainJob, store: Store, study: StudyConfig, say: Callable[[str], None]) -> None:
+    from harness.train.checkpoint import is_checkpoint, latest_checkpoint
     from harness.train.metrics_table import write_train_metrics
     from harness.train.trainer import Trainer
-
-    from harness.train.checkpoint import is_checkpoint, latest_checkpoint
 
     started = time.perf_counter()
     name = f"{job.arm.name} seed {job.seed}"
