@@ -45,6 +45,15 @@ carry to new ones. The same run without compaction (whole-episode context, no bu
 carry either: training success 0.45 to 0.53, held-out greedy 40.5% to 36.0% (-4.5 [-10.5,
 +2.0]). So the whole-episode context, not compaction, is what keeps this recipe from
 generalising.
+
+Tried 2026-12-07 (second session): this test's recipe with ``compact_budget = 100``, below
+the first prompt plus one step (80 + 57 tokens), so that every step after the first compacts
+and each segment holds one step (a step-wise context carrying a summary): seed 0 -0.2
+[-3.7, +3.3], seed 1 -1.1 [-4.3, +2.2] (training reward flat, about 1.8 of 3; 56 or more
+compactions per update): the guided recipe does not learn with or without compaction. The
+example recipe that does learn step-wise, run the same way (`frozenlake_grpo.toml` with
+``context = "episode"``, budget 100, 2.4 compactions per episode), took 72 s an update on a
+shared core (about 70 min for 60 updates), too long to finish here beside the other runs.
 """
 
 from __future__ import annotations
