@@ -50,7 +50,7 @@ Tried 2026-12-07 (second session): this test's recipe with ``compact_budget = 10
 the first prompt plus one step (80 + 57 tokens), so that every step after the first compacts
 and each segment holds one step (a step-wise context carrying a summary): seed 0 -0.2
 [-3.7, +3.3], seed 1 -1.1 [-4.3, +2.2] (training reward flat, about 1.8 of 3; 56 or more
-compactions per update): the guided recipe does not learn with or without compaction. The
+compactions per update): the guided recipe learns at no budget tried. The
 example recipe that does learn step-wise, run the same way (`frozenlake_grpo.toml` with
 ``context = "episode"``, budget 100, 2.4 compactions per episode), took 72 s an update on a
 shared core (about 70 min for 60 updates), too long to finish here beside the other runs.
