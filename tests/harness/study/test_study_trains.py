@@ -155,9 +155,7 @@ def test_the_merge_template_runs_end_to_end_at_smoke_scale(tmp_path):
     from pathlib import Path
 
     from harness.core import read_toml
-    from harness.study.analysis import analyse_study
     from harness.study.config import make_study_config
-    from harness.study.report import write_report
 
     examples = Path(__file__).resolve().parents[3] / "examples"
     values = read_toml(examples / "study_merge_frozenlake.toml")
@@ -175,15 +173,25 @@ def test_the_merge_template_runs_end_to_end_at_smoke_scale(tmp_path):
             arm["recipe"]["updates"] = 1
     values["eval"] = {"split": "test", "n_tasks": 3, "eval_seeds": [0, 1], "samples": 0,
                       "concurrency": 16}
-    study = make_study_config(values, root=examples)
+    text = _merge_template_runs_and_reports(make_study_config(values, root=examples),
+                                            tmp_path)
+    assert "## Task-vector geometry" in text and "| floor |" in text
+
+
+def _merge_template_runs_and_reports(study, tmp_path) -> str:
+    """Run a merge template's study: the joint cell and three specialists x 2 seeds, the
+    start, six merges x 2 seeds all evaluated, every method in the merging table; returns
+    the report's text."""
+    from harness.study.analysis import analyse_study
+    from harness.study.report import write_report
+
     status = run_study(study)
-    # the joint cell and three specialists x 2 seeds, the start, six merges x 2 seeds
     assert (status["greedy_stored"] == status["greedy_expected"]).all() and len(status) == 21
     text = write_report(study, analyse_study(study), tmp_path / "report").read_text()
     merging = (tmp_path / "report" / "merging.md").read_text()
     for method in ("linear", "task_arithmetic", "ties", "ram", "ramplus", "ramplus_tl"):
         assert f"| {method} |" in merging
-    assert "## Task-vector geometry" in text and "| floor |" in text
+    return text
 
 
 def test_the_appworld_merge_template_runs_end_to_end_at_smoke_scale(tmp_path):
@@ -194,9 +202,7 @@ def test_the_appworld_merge_template_runs_end_to_end_at_smoke_scale(tmp_path):
     from pathlib import Path
 
     from harness.core import read_toml
-    from harness.study.analysis import analyse_study
     from harness.study.config import make_study_config
-    from harness.study.report import write_report
 
     examples = Path(__file__).resolve().parents[3] / "examples"
     values = read_toml(examples / "study_merge_appworld.toml")
@@ -212,12 +218,6 @@ def test_the_appworld_merge_template_runs_end_to_end_at_smoke_scale(tmp_path):
         if arm["name"].startswith("spec-"):
             arm["recipe"].update({"sft.steps": 2, "sft.save_at": [1]})
     values["eval"] = {**values["eval"], "n_tasks": 3}
-    study = make_study_config(values, root=examples)
-    status = run_study(study)
-    # the joint cell and three specialists x 2 seeds, the start, six merges x 2 seeds
-    assert (status["greedy_stored"] == status["greedy_expected"]).all() and len(status) == 21
-    text = write_report(study, analyse_study(study), tmp_path / "report").read_text()
-    merging = (tmp_path / "report" / "merging.md").read_text()
-    for method in ("linear", "task_arithmetic", "ties", "ram", "ramplus", "ramplus_tl"):
-        assert f"| {method} |" in merging
+    text = _merge_template_runs_and_reports(make_study_config(values, root=examples),
+                                            tmp_path)
     assert "| floor |" in text and "| ceiling |" in text
