@@ -36,7 +36,7 @@ from harness.study.verdicts import (CrossedEffects, crossed_effects, decide,
                                     minimum_detectable_effect, power_at)
 
 __all__ = ["StudyAnalysis", "analyse_study", "analyse_frame", "paired_differences",
-           "headroom_association", "study_frame"]
+           "without_variation", "headroom_association", "study_frame"]
 
 
 @dataclass(frozen=True)
@@ -64,19 +64,35 @@ def paired_differences(frame: pd.DataFrame, arm: str, baseline: str, *, mode: st
     """``arm - baseline`` of shape ``(n_train_seeds, n_tasks, n_eval_seeds)`` (samples
     averaged; a one-model baseline broadcast over the arm's seeds; seeds paired by number
     otherwise), and the two arms' means."""
+    values = _paired_values(frame, arm, baseline, mode=mode, metric=metric)
+    return values[0] - values[1], float(values[0].mean()), float(values[1].mean())
+
+
+def without_variation(frame: pd.DataFrame, arm: str, baseline: str, *, mode: str,
+                      metric: str = "success") -> bool:
+    """Whether both arms score one same value on every episode (`harness.study.verdicts`:
+    such a cell measures no noise and is never called equivalent)."""
+    values = _paired_values(frame, arm, baseline, mode=mode, metric=metric)
+    return bool(np.ptp(values) == 0)
+
+
+def _paired_values(frame: pd.DataFrame, arm: str, baseline: str, *, mode: str,
+                   metric: str) -> np.ndarray:
     ids = [policy_id_of(arm, mode), policy_id_of(baseline, mode)]
     values, labels = outcome_tensor(frame, metric=metric, policies=ids, error_score=0.0)
     seeds = labels.train_seeds
     if labels.n_train_seeds[1] > 1 and seeds[0] != seeds[1]:
         raise HarnessError(f"{arm} (seeds {list(seeds[0])}) and {baseline} (seeds "
                            f"{list(seeds[1])}) must share training seeds to be paired")
-    return values[0] - values[1], float(values[0].mean()), float(values[1].mean())
+    return values
 
 
 def _row(arm: Arm, mode: str, effect: CrossedEffects, i: int, boot, means, study: StudyConfig,
-         level_alpha: float) -> dict:
+         level_alpha: float, no_variation: bool) -> dict:
+    """One comparison's figures; without variation its power and MDE are unknown (NaN)."""
     a = study.analysis
     se, df = float(effect.se[i]), float(effect.df[i])
+    unknown = float("nan")
     n_s, n_t, n_e = effect.shape
     return {
         "arm": arm.name, "role": arm.role, "baseline": arm.baseline, "mode": mode,
@@ -84,8 +100,11 @@ def _row(arm: Arm, mode: str, effect: CrossedEffects, i: int, boot, means, study
         "high": float(effect.high[i]), "boot_low": boot.low, "boot_high": boot.high,
         "se": se, "df": df, "p_value": float(effect.p_value[i]),
         "tost_p": float(effect.tost_p[i]), "mean_arm": means[0], "mean_baseline": means[1],
-        "mde": float(minimum_detectable_effect(se, df, alpha=level_alpha, power=a.power)),
-        "power_at_smallest": float(power_at(a.smallest_effect, se, df, alpha=level_alpha)),
+        "mde": unknown if no_variation else float(minimum_detectable_effect(
+            se, df, alpha=level_alpha, power=a.power)),
+        "power_at_smallest": unknown if no_variation else float(power_at(
+            a.smallest_effect, se, df, alpha=level_alpha)),
+        "no_variation": no_variation,
         "var_seed": float(effect.var_seed[i]), "var_eval": float(effect.var_eval[i]),
         "n_train_seeds": n_s, "n_tasks": n_t, "n_eval_seeds": n_e,
         **{f"factor:{k}": v for k, v in arm.levels},
@@ -105,19 +124,21 @@ def _family(arms: list[Arm], frame: pd.DataFrame, study: StudyConfig, mode: str,
         raise HarnessError(f"the {mode} comparisons have unequal designs {sorted(shapes)}; "
                            "finish the study (harness study run) before reporting")
     effect = crossed_effects(np.stack([d for d, _, _ in diffs]), alpha=a.alpha, margin=a.margin)
+    flat = np.array([without_variation(frame, arm.name, arm.baseline, mode=mode,
+                                       metric=a.metric) for arm in arms])
     groups = [list(range(len(arms)))] if adjust else [[i] for i in range(len(arms))]
     for members in groups:
         sub = CrossedEffects(*(getattr(effect, f)[members] for f in (
             "estimate", "se", "df", "p_value", "low", "high", "tost_p", "var_seed", "var_eval",
             "var_residual")), effect.alpha, effect.margin, effect.shape)
-        verdicts = decide(sub, method=a.multiplicity)
+        verdicts = decide(sub, method=a.multiplicity, no_variation=flat[members])
         rule = verdicts.rule
         for j, i in enumerate(members):
             d = diffs[i][0]
             boot = hierarchical_bootstrap(d, rng, n_resamples=a.n_resamples,
                                           confidence=1 - a.alpha) if d.shape[1] > 1 else None
             row = _row(arms[i], mode, effect, i, boot or _NoInterval(), diffs[i][1:], study,
-                       a.alpha / len(members))
+                       a.alpha / len(members), bool(flat[i]))
             row.update(p_adjusted=float(verdicts.p_adjusted[j]),
                        tost_adjusted=float(verdicts.tost_adjusted[j]),
                        verdict=str(verdicts.verdict[j]), family=len(members))

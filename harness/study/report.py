@@ -45,7 +45,7 @@ def verdict_table(cells: pd.DataFrame) -> pd.DataFrame:
                       for lo, hi in zip(cells["boot_low"], cells["boot_high"])],
         "p adj": cells["p_adjusted"].map("{:.3g}".format),
         "verdict": cells["verdict"],
-        "MDE": cells["mde"].map("{:.3f}".format),
+        "MDE": cells["mde"].map(lambda mde: "no variation" if pd.isna(mde) else f"{mde:.3f}"),
     })
     return table
 
@@ -140,7 +140,8 @@ def methods_paragraph(study: StudyConfig, analysis: StudyAnalysis, compute: list
         "Satterthwaite degrees of freedom); a hierarchical bootstrap over training-seed "
         "effects and tasks gives a second interval. p-values were adjusted across cells "
         f"({a.multiplicity}, alpha = {a.alpha:g}) separately for each decoding; equivalence "
-        f"was tested by TOST against a margin of ±{a.margin:g}, adjusted the same way. "
+        f"was tested by TOST against a margin of ±{a.margin:g}, adjusted the same way, and "
+        "not claimed where both arms scored one same value on every episode (no variation). "
         f"Minimum detectable effects are stated at power {a.power:g} for the level of Holm's "
         f"first step (alpha / {len(cells)})."
     )

@@ -23,6 +23,11 @@ p-values across cells (Holm by default, statsmodels ``multipletests``), a cell i
 *worse* when its adjusted p is below alpha and its estimate is positive / negative;
 otherwise *equivalent* when the TOST p (two one-sided t-tests against ``±margin``, Schuirmann
 1987), adjusted across cells by the same method, is below alpha; otherwise *inconclusive*.
+A cell whose two arms each score one and the same value on every episode (every episode a
+failure, say) has no variation to measure its noise from: its estimate is 0 with a standard
+error of 0, which would pass any TOST, so it is *inconclusive* instead of equivalent (two
+policies both at 0% on 22 tasks may each succeed up to 3/22 = 14% of the time: the rule of
+three).
 
 Power. The minimum detectable effect of a cell is the smallest ``|theta|`` that the
 two-sided t-test at level ``alpha / n_cells`` (Holm's first step, the bar a single true effect
@@ -48,7 +53,8 @@ VERDICTS = ("better", "worse", "equivalent", "inconclusive")
 VERDICT_RULE = (
     "better/worse: {method}-adjusted two-sided p < {alpha:g} across {n} cells, by the sign of "
     "the estimate; else equivalent: {method}-adjusted TOST p < {alpha:g} with margin "
-    "±{margin:g}; else inconclusive")
+    "±{margin:g}, unless both arms score one same value on every episode (no variation); "
+    "else inconclusive")
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,8 +169,10 @@ class Verdicts:
     rule: str
 
 
-def decide(effects: CrossedEffects, *, method: str = "holm") -> Verdicts:
-    """Verdicts of a family of cells (``effects`` of shape ``(n_cells,)``) by `VERDICT_RULE`."""
+def decide(effects: CrossedEffects, *, method: str = "holm",
+           no_variation: np.ndarray | None = None) -> Verdicts:
+    """Verdicts of a family of cells (``effects`` of shape ``(n_cells,)``) by `VERDICT_RULE`;
+    `no_variation` marks the cells whose two arms score one same value on every episode."""
     p = np.atleast_1d(effects.p_value)
     if p.ndim != 1:
         raise HarnessError(f"decide takes one family of cells, shape (n_cells,), got {p.shape}")
@@ -177,6 +185,8 @@ def decide(effects: CrossedEffects, *, method: str = "holm") -> Verdicts:
         tost = adjust_pvalues(np.atleast_1d(effects.tost_p), method=method, alpha=alpha)
         tost_adjusted = tost.p_adjusted
         verdict[tost.reject] = "equivalent"
+        if no_variation is not None:
+            verdict[np.asarray(no_variation, dtype=bool) & tost.reject] = "inconclusive"
     verdict[adjusted.reject & (estimate > 0)] = "better"
     verdict[adjusted.reject & (estimate < 0)] = "worse"
     rule = VERDICT_RULE.format(method=method, alpha=alpha, n=p.size,

@@ -50,6 +50,21 @@ def test_a_strong_cell_is_better_and_null_cells_are_not(big):
     assert analysis.headroom is not None and {"headroom", "gain"} <= set(analysis.headroom)
 
 
+def test_arms_that_all_fail_are_inconclusive_not_equivalent(tmp_path):
+    """Every episode of every arm fails (the floor): no cell is called equivalent, and its
+    power and minimum detectable effect are unknown."""
+    study = load_study_config(write_study(tmp_path))
+    write_scripted_episodes(study, {a.name: -1.0 for a in study.arms_resolved()},
+                            np.random.default_rng(0))
+    cells = analyse_study(study).cells
+    assert (cells["mean_arm"] == 0).all() and (cells["estimate"] == 0).all()
+    assert (cells["verdict"] == "inconclusive").all() and cells["no_variation"].all()
+    assert cells["mde"].isna().all() and cells["power_at_smallest"].isna().all()
+    from harness.study.report import verdict_table
+
+    assert (verdict_table(cells)["MDE"] == "no variation").all()
+
+
 def test_a_complete_study_runs_nothing_again(big):
     before = len(study_frame(big))
     status = run_study(big)  # every episode stored: no training, no evaluation

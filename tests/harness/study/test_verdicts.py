@@ -103,6 +103,19 @@ def test_decision_rule_by_hand():
     assert list(bh.verdict) == ["better", "better", "better", "inconclusive"]
 
 
+def test_a_cell_without_variation_is_never_equivalent():
+    """Both arms at 0% on every episode: estimate 0, standard error 0, TOST p 0, yet nothing
+    was measured; better/worse (constant but different arms) stand."""
+    zero = crossed_effects(np.zeros((1, 2, 22, 1)), margin=0.05)  # 2 seeds x 22 tasks
+    assert zero.tost_p == 0.0 and zero.se == 0.0  # what the t machinery says
+    assert list(decide(zero).verdict) == ["equivalent"]
+    assert list(decide(zero, no_variation=np.array([True])).verdict) == ["inconclusive"]
+    v = decide(_family([0.3, 0.0], [0.001, 1.0], [1.0, 0.0]), no_variation=np.array([
+        True, True]))
+    assert list(v.verdict) == ["better", "inconclusive"]
+    assert "no variation" in v.rule
+
+
 def test_minimum_detectable_effect_inverts_power():
     mde = minimum_detectable_effect(0.02, 9.0, alpha=0.05 / 12, power=0.8)
     assert float(power_at(mde, 0.02, 9.0, alpha=0.05 / 12)) == pytest.approx(0.8, abs=1e-5)
