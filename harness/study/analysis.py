@@ -64,7 +64,10 @@ def paired_differences(frame: pd.DataFrame, arm: str, baseline: str, *, mode: st
     """``arm - baseline`` of shape ``(n_train_seeds, n_tasks, n_eval_seeds)`` (samples
     averaged; a one-model baseline broadcast over the arm's seeds; seeds paired by number
     otherwise), and the two arms' means."""
-    values = _paired_values(frame, arm, baseline, mode=mode, metric=metric)
+    return _differences(_paired_values(frame, arm, baseline, mode=mode, metric=metric))
+
+
+def _differences(values: np.ndarray) -> tuple[np.ndarray, float, float]:
     return values[0] - values[1], float(values[0].mean()), float(values[1].mean())
 
 
@@ -117,15 +120,15 @@ def _family(arms: list[Arm], frame: pd.DataFrame, study: StudyConfig, mode: str,
     rows, rule = [], ""
     if not arms:
         return rows, rule
-    diffs = [paired_differences(frame, arm.name, arm.baseline, mode=mode, metric=a.metric)
-             for arm in arms]
+    values = [_paired_values(frame, arm.name, arm.baseline, mode=mode, metric=a.metric)
+              for arm in arms]
+    diffs = [_differences(v) for v in values]
+    flat = np.array([np.ptp(v) == 0 for v in values])  # `without_variation`
     shapes = {d.shape for d, _, _ in diffs}
     if len(shapes) > 1:
         raise HarnessError(f"the {mode} comparisons have unequal designs {sorted(shapes)}; "
                            "finish the study (harness study run) before reporting")
     effect = crossed_effects(np.stack([d for d, _, _ in diffs]), alpha=a.alpha, margin=a.margin)
-    flat = np.array([without_variation(frame, arm.name, arm.baseline, mode=mode,
-                                       metric=a.metric) for arm in arms])
     groups = [list(range(len(arms)))] if adjust else [[i] for i in range(len(arms))]
     for members in groups:
         sub = CrossedEffects(*(getattr(effect, f)[members] for f in (
