@@ -52,8 +52,10 @@ and each segment holds one step (a step-wise context carrying a summary): seed 0
 [-3.7, +3.3], seed 1 -1.1 [-4.3, +2.2] (training reward flat, about 1.8 of 3; 56 or more
 compactions per update): the guided recipe learns at no budget tried. The
 example recipe that does learn step-wise, run the same way (`frozenlake_grpo.toml` with
-``context = "episode"``, budget 100, 2.4 compactions per episode), took 72 s an update on a
-shared core (about 70 min for 60 updates), too long to finish here beside the other runs.
+``context = "episode"``, budget 100, 2.4 compactions per episode), took 50-72 s an update on
+1-1.3 shared cores against about 2 s step-wise (each segment's sequence carries the summary
+request and the summary, about four times a step-wise sample's tokens, and every step adds a
+summary generation): stopped before its tenth update, too long for a test here.
 """
 
 from __future__ import annotations
