@@ -150,7 +150,7 @@ def _record(store: Store, study: StudyConfig, arm: Arm, seed: int, job: str, run
     which did `work` (None: the job's whole work)."""
     store.tables(STUDY_TABLES).execute(
         "INSERT OR REPLACE INTO study_jobs (study, arm, train_seed, job, run_id, wall_s, "
-        "compute, finished_at, work) VALUES (?,?,?,?,?,?,?,?,?)",  # named: later columns add
+        "compute, finished_at, work) VALUES (?,?,?,?,?,?,?,?,?)",
         (study.name, arm.name, int(seed), job, run_id, float(wall_s),
          encode_json(compute_provenance(arm.recipe.model.threads)), time.time(),
          None if work is None else encode_json(work)))
