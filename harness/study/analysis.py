@@ -36,7 +36,7 @@ from harness.study.verdicts import (CrossedEffects, crossed_effects, decide,
                                     minimum_detectable_effect, power_at)
 
 __all__ = ["StudyAnalysis", "analyse_study", "analyse_frame", "paired_differences",
-           "without_variation", "headroom_association", "study_frame"]
+           "headroom_association", "study_frame"]
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,9 @@ def _differences(values: np.ndarray) -> tuple[np.ndarray, float, float]:
     return values[0] - values[1], float(values[0].mean()), float(values[1].mean())
 
 
-def without_variation(frame: pd.DataFrame, arm: str, baseline: str, *, mode: str,
-                      metric: str = "success") -> bool:
+def _without_variation(values: np.ndarray) -> bool:
     """Whether both arms score one same value on every episode (`harness.study.verdicts`:
     such a cell measures no noise and is never called equivalent)."""
-    values = _paired_values(frame, arm, baseline, mode=mode, metric=metric)
     return bool(np.ptp(values) == 0)
 
 
@@ -123,7 +121,7 @@ def _family(arms: list[Arm], frame: pd.DataFrame, study: StudyConfig, mode: str,
     values = [_paired_values(frame, arm.name, arm.baseline, mode=mode, metric=a.metric)
               for arm in arms]
     diffs = [_differences(v) for v in values]
-    flat = np.array([np.ptp(v) == 0 for v in values])  # `without_variation`
+    flat = np.array([_without_variation(v) for v in values])
     shapes = {d.shape for d, _, _ in diffs}
     if len(shapes) > 1:
         raise HarnessError(f"the {mode} comparisons have unequal designs {sorted(shapes)}; "

@@ -170,18 +170,15 @@ def load_study_jobs(store: Store, study: StudyConfig) -> pd.DataFrame:
 
 
 def _train(job: TrainJob, store: Store, study: StudyConfig, say: Callable[[str], None]) -> None:
-    from harness.train.checkpoint import is_checkpoint, latest_checkpoint
     from harness.train.metrics_table import write_train_metrics
     from harness.train.trainer import Trainer
 
     started = time.perf_counter()
     name = f"{job.arm.name} seed {job.seed}"
     trainer = Trainer(job.arm.recipe, job.seed, resume=True)
-    fresh = (latest_checkpoint(trainer.seed_dir) is None
-             and not is_checkpoint(trainer.seed_dir / "sft"))  # as `Trainer.prepare` decides
     trainer.prepare()
     work = {"updates": job.arm.recipe.updates - trainer.step,
-            "sft_steps": job.arm.recipe.sft.steps if fresh else 0}
+            "sft_steps": len(trainer.sft_history)}  # SFT steps run by this prepare
     if trainer.step:
         say(f"{name}: resuming training at update {trainer.step}")
     metrics_run = f"study-{study.name}-{job.arm.name}"

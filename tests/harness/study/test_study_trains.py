@@ -218,6 +218,16 @@ def test_the_appworld_merge_template_runs_end_to_end_at_smoke_scale(tmp_path):
         if arm["name"].startswith("spec-"):
             arm["recipe"].update({"sft.steps": 2, "sft.save_at": [1]})
     values["eval"] = {**values["eval"], "n_tasks": 3}
-    text = _merge_template_runs_and_reports(make_study_config(values, root=examples),
-                                            tmp_path)
+    study = make_study_config(values, root=examples)
+    text = _merge_template_runs_and_reports(study, tmp_path)
     assert "| floor |" in text and "| ceiling |" in text
+    import json
+
+    from harness.store import Store
+    from harness.study.run import load_study_jobs
+
+    with Store(study.db) as store:  # the supervised jobs record the SFT steps they ran
+        jobs = load_study_jobs(store, study).set_index(["arm", "train_seed", "job"])
+    assert json.loads(jobs.loc[("spec-d1", 0, "train"), "work"]) == {"updates": 0,
+                                                                      "sft_steps": 2}
+    assert json.loads(jobs.loc[("lr=0.003", 1, "train"), "work"])["sft_steps"] == 6

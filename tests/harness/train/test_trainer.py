@@ -220,3 +220,26 @@ def test_a_specialist_trains_on_its_task_types_only(tmp_path, tiny_shape, monkey
     with pytest.raises(UnknownNameError, match="did you mean 'far'"):
         Trainer(recipe(tmp_path, tiny_shape, rollout={"task_types": ["fra"]}), 0,
                 work_dir=tmp_path / "x")
+
+
+def test_stored_demonstrations_keep_the_chosen_tasks_only(tmp_path):
+    """The oracle's stored episodes on frozenlake-random, read back whole and then for two of
+    their task ids (a specialist's tasks): only those two come back, step for step."""
+    from harness.cli import main
+    from harness.core import HarnessError
+    from harness.store import load_episodes
+    from harness.train.sft import stored_demonstrations
+
+    db = str(tmp_path / "demo.db")
+    assert main(["run", "--policy", "oracle", "--suite", "frozenlake-random@1", "--split",
+                 "train", "--tasks", "4", "--db", db]) == 0
+    episodes = load_episodes(db)
+    assert episodes.success.all() and len(episodes) == 4
+    every = stored_demonstrations(db, "oracle", "frozenlake-random@1")
+    chosen = sorted(episodes.task_id)[:2]
+    some = stored_demonstrations(db, "oracle", "frozenlake-random@1", task_ids=chosen)
+    by_task = dict(zip(episodes.task_id, every))  # episodes come back in the frame's order
+    assert len(every) == 4 and len(some) == 2
+    assert sorted(map(str, some)) == sorted(str(by_task[t]) for t in chosen)
+    with pytest.raises(HarnessError, match="chosen task types"):
+        stored_demonstrations(db, "oracle", "frozenlake-random@1", task_ids=["no-such-task"])
