@@ -33,11 +33,9 @@ import pytest
 from harness.cli import main
 from harness.stats.compare import compare_policies
 from harness.store import load_episodes
-from harness.train.config import load_train_config
 from harness.train.run import run_training
+from tests.harness.train.example_recipes import example_recipe as recipe
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-"""The recipes under test are the README's examples, so the evidence and the examples agree."""
 UNDER_TRAINED = 300
 """SFT step of the under-trained checkpoint RL starts from (the SFT example's ``save_at``)."""
 SFT_EVAL_TASKS = 200
@@ -48,13 +46,6 @@ SFT_MIN = 0.60
 GIGPO_MARGIN = 0.02
 """Non-inferiority margin of GiGPO against its start, in success-rate units."""
 BATCH = "max_batch=256&batch_wait_ms=1&threads=2"
-
-
-def recipe(tmp_path, example: str, **overrides):
-    """An example recipe writing under `tmp_path`, without transition files."""
-    return load_train_config(EXAMPLES / example, {
-        "out_dir": str(tmp_path / "out"), "db": str(tmp_path / "train.db"),
-        "transitions_every": 0, **overrides})
 
 
 def rl_recipe(tmp_path, name: str, algorithm: str, source: str):
