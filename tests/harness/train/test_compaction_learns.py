@@ -23,8 +23,8 @@ Measured (2 cores of an Intel Xeon with AVX-512, 2026-12-07; 733 s in all): trai
 +17.5 [+12.5, +23.0] (3.0% to 20.5%; 655). What it learns first is to act from a context it
 was not warm-started on: the start was trained on step-wise prompts (instructions and grid),
 and the summary header and summary in front of the grid cost it most of its success (the
-same start played step-wise, without compaction, scores 19.5% on these maps); the final
-policies under compaction end above that step-wise figure.
+same start played step-wise, without compaction, scores 19.5% on these maps); seed 0's final
+policy under compaction ends above that figure, seed 1's about at it.
 
 Recipes that did not learn (the record of the search; each judged the same way on held-out
 maps, greedy, paired task-clustered bootstrap; 2-core AMD EPYC unless said):
