@@ -4,8 +4,10 @@ multiplicity control, power, and the headroom link. Reads the store through
 `harness.stats`.
 
 Families. The grid's cells form one family per decoding (greedy, sampled), adjusted together
-(`AnalysisConfig.multiplicity`); a declared arm with a baseline (a positive control) is a
-pre-registered single comparison, tested at ``alpha`` on its own. Next to the t-based
+(`AnalysisConfig.multiplicity`); a declared arm with a baseline (a positive control, a merge
+against its baseline) is a pre-registered single comparison, tested at ``alpha`` on its own;
+the grafts, each read against its target and its source, form one family per decoding, as
+do the merges read against each other. Next to the t-based
 interval each comparison carries the hierarchical bootstrap interval of the mean difference
 (`harness.stats.bootstrap.hierarchical_bootstrap`: training-seed effects and tasks resampled,
 tasks treated as a sample).
@@ -113,7 +115,11 @@ def _row(arm: Arm, mode: str, effect: CrossedEffects, i: int, boot, means, study
 
 
 def _family(arms: list[Arm], frame: pd.DataFrame, study: StudyConfig, mode: str,
-            rng: np.random.Generator, adjust: bool) -> tuple[list[dict], str]:
+            rng: np.random.Generator, adjust: bool, same_design: bool = False
+            ) -> tuple[list[dict], str]:
+    """The rows of `arms`' comparisons in `mode`, adjusted together when `adjust` (else each
+    on its own); `same_design`: every comparison must have one shape (the grid's cells, where
+    an unequal one means an unfinished study)."""
     a = study.analysis
     rows, rule = [], ""
     if not arms:
@@ -123,28 +129,35 @@ def _family(arms: list[Arm], frame: pd.DataFrame, study: StudyConfig, mode: str,
     diffs = [_differences(v) for v in values]
     flat = np.array([_without_variation(v) for v in values])
     shapes = {d.shape for d, _, _ in diffs}
-    if len(shapes) > 1:
+    if same_design and len(shapes) > 1:
         raise HarnessError(f"the {mode} comparisons have unequal designs {sorted(shapes)}; "
                            "finish the study (harness study run) before reporting")
-    effect = crossed_effects(np.stack([d for d, _, _ in diffs]), alpha=a.alpha, margin=a.margin)
+    effects = [crossed_effects(d[None], alpha=a.alpha, margin=a.margin) for d, _, _ in diffs]
     groups = [list(range(len(arms)))] if adjust else [[i] for i in range(len(arms))]
     for members in groups:
-        sub = CrossedEffects(*(getattr(effect, f)[members] for f in (
-            "estimate", "se", "df", "p_value", "low", "high", "tost_p", "var_seed", "var_eval",
-            "var_residual")), effect.alpha, effect.margin, effect.shape)
-        verdicts = decide(sub, method=a.multiplicity, no_variation=flat[members])
+        verdicts = decide(_joined([effects[i] for i in members]), method=a.multiplicity,
+                          no_variation=flat[members])
         rule = verdicts.rule
         for j, i in enumerate(members):
             d = diffs[i][0]
             boot = hierarchical_bootstrap(d, rng, n_resamples=a.n_resamples,
                                           confidence=1 - a.alpha) if d.shape[1] > 1 else None
-            row = _row(arms[i], mode, effect, i, boot or _NoInterval(), diffs[i][1:], study,
-                       a.alpha / len(members), bool(flat[i]))
+            row = _row(arms[i], mode, effects[i], 0, boot or _NoInterval(), diffs[i][1:],
+                       study, a.alpha / len(members), bool(flat[i]))
             row.update(p_adjusted=float(verdicts.p_adjusted[j]),
                        tost_adjusted=float(verdicts.tost_adjusted[j]),
                        verdict=str(verdicts.verdict[j]), family=len(members))
             rows.append(row)
     return rows, rule
+
+
+def _joined(effects: list[CrossedEffects]) -> CrossedEffects:
+    """One family of single comparisons (each of batch 1) as one batch, for `decide`."""
+    fields = ("estimate", "se", "df", "p_value", "low", "high", "tost_p", "var_seed",
+              "var_eval", "var_residual")
+    first = effects[0]
+    return CrossedEffects(*(np.concatenate([getattr(e, f) for e in effects]) for f in fields),
+                          first.alpha, first.margin, first.shape)
 
 
 class _NoInterval:
@@ -206,13 +219,18 @@ def analyse_frame(study: StudyConfig, frame: pd.DataFrame, *,
     modes = [m for m in MODES if (m == "greedy" and study.eval.greedy)
              or (m == "sampled" and study.eval.samples)]
     rows, rules = [], {}
+    grafts = [a for a in others if a.graft is not None]
+    singles = [a for a in others if a.graft is None]
     for mode in modes:
-        found, rules[mode] = _family(cells, frame, study, mode, rng, adjust=True)
+        found, rules[mode] = _family(cells, frame, study, mode, rng, adjust=True,
+                                     same_design=True)
         rows += found
-        for arm in others:  # single pre-registered comparisons: designs may differ
-            rows += _family([arm], frame, study, mode, rng, adjust=False)[0]
-        if pairs:
-            rows += _family(pairs, frame, study, mode, rng, adjust=True)[0]
+        # a positive control or a merge against its baseline: a pre-registered single test
+        rows += _family(singles, frame, study, mode, rng, adjust=False)[0]
+        # the grafts answer one question (which group carries the effect), against both
+        # ends: one family; so are the merges read against each other
+        rows += _family(grafts, frame, study, mode, rng, adjust=True)[0]
+        rows += _family(pairs, frame, study, mode, rng, adjust=True)[0]
     headroom, association = None, None
     k = study.analysis.headroom_k
     if k and study.eval.greedy and study.eval.samples >= k:

@@ -148,6 +148,10 @@ def methods_paragraph(study: StudyConfig, analysis: StudyAnalysis, compute: list
     if controls:
         text += (" Positive control(s): " + ", ".join(f"`{c.name}` vs `{c.baseline}` on "
                  f"{c.recipe.suite}" for c in controls) + ", each a single pre-declared test.")
+    if study.grafts:
+        text += (f" Grafts: {len(study.grafts)} parameter-group grafts, each compared with its "
+                 f"target and its source; these {2 * len(study.grafts)} comparisons were "
+                 f"adjusted as one family ({a.multiplicity}) per decoding.")
     if a.headroom_k:
         text += (f" Headroom is the baseline's pass@{a.headroom_k} (unbiased estimator) minus "
                  "its greedy success per task; its association with a cell's per-task gain is "
@@ -248,7 +252,8 @@ def _grafts_and_weights(study: StudyConfig, cells: pd.DataFrame, out: Path) -> l
         (out / "grafting.md").write_text(markdown_table(grafts) + "\n")
         (out / "grafting.tex").write_text(latex_table(grafts))
         parts += ["## Grafting", "", "Each graft is the target's model with the listed "
-                  "parameter groups of the source's (same training seed), compared with both.",
+                  "parameter groups of the source's (same training seed), compared with both; "
+                  "the grafts' comparisons are one family, adjusted together.",
                   "", markdown_table(grafts), ""]
     merges = merging_table(study, cells) if study.merges and len(cells) else pd.DataFrame()
     if len(merges):

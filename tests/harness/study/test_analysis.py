@@ -160,6 +160,34 @@ def test_a_graft_is_compared_with_its_target_and_its_source(tmp_path):
         f"{mine.loc['graft-vs-source', 'estimate']:+.3f}")
 
 
+def test_the_grafts_comparisons_are_one_family_adjusted_together(tmp_path):
+    from statsmodels.stats.multitest import multipletests
+
+    from harness.study.report import methods_paragraph
+
+    path = write_study(tmp_path, eval_section=BIG_EVAL)
+    with open(path, "a") as handle:
+        for name, group in (("g-mlp", "mlp"), ("g-emb", "embeddings")):
+            handle.write(f'\n[[grafts]]\nname = "{name}"\nsource = "{GOOD}"\n'
+                         f'groups = ["{group}"]\n')
+    study = load_study_config(path)
+    rates = {a.name: 0.4 for a in study.arms_resolved()}
+    rates[GOOD] = rates["g-mlp"] = 0.75
+    rates["g-emb"] = 0.45  # a small effect: alone it may pass, in the family of four less so
+    write_scripted_episodes(study, rates, np.random.default_rng(0),
+                            task_rates=np.linspace(-0.2, 0.2, 20))
+    cells = analyse_study(study).cells
+    for mode in ("greedy", "sampled"):
+        grafts = cells[cells["role"].isin(["graft", "graft-vs-source"])
+                       & (cells["mode"] == mode)]
+        assert len(grafts) == 4 and (grafts["family"] == 4).all()
+        holm = multipletests(grafts["p_value"], alpha=0.05, method="holm")[1]
+        np.testing.assert_allclose(grafts["p_adjusted"], holm, rtol=1e-9)
+    assert (cells.loc[cells["role"] == "cell", "family"] == 4).all()  # the grid's own family
+    methods = methods_paragraph(study, analyse_study(study), [])
+    assert "these 4 comparisons were adjusted as one family (holm)" in methods
+
+
 def test_merges_are_read_against_their_baseline_and_each_other(tmp_path):
     from harness.study.report import merging_table
 
