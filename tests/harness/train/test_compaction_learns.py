@@ -6,7 +6,7 @@ maps through the compaction layer at the same budget.
 
 Recipe (seeds pinned, two torch threads): the SFT example's model (`examples/frozenlake_sft.toml`:
 a random-init Qwen2, hidden 128, 4 layers, byte vocabulary, compact chat template) trained
-step-wise for 300 SFT steps (the under-trained start of the learning test); then
+step-wise for 300 SFT steps (as the learning test's under-trained start); then
 `examples/frozenlake_grpo.toml` (GRPO, 16 maps x 8 episodes an update, four minibatches,
 lr 2e-4, clip-higher 0.28) with ``context = "episode"``, ``compact_budget = 100`` (the first
 prompt takes about 80 tokens and a step about 57, so every later step's context passes it)
@@ -83,7 +83,9 @@ def _recipe(tmp_path: Path, example: str, **overrides) -> TrainConfig:
 
 
 def _start(tmp_path: Path) -> Path:
-    """The under-trained SFT start, trained step-wise as the SFT example trains it."""
+    """The under-trained SFT start: the SFT example's recipe (step-wise) for 300 steps at its
+    peak lr after the warm-up (the example's own 300-step checkpoint is 300 steps into a
+    2,400-step cosine, its lr within 4% of the peak)."""
     config = _recipe(tmp_path, "frozenlake_sft.toml", sft={
         "steps": START_STEPS, "schedule": "constant", "save_at": []})
     trainer = Trainer(config, 0)
