@@ -90,25 +90,26 @@ def _paired_values(frame: pd.DataFrame, arm: str, baseline: str, *, mode: str,
     return values
 
 
-def _row(arm: Arm, mode: str, effect: CrossedEffects, i: int, boot, means, study: StudyConfig,
+def _row(arm: Arm, mode: str, effect: CrossedEffects, boot, means, study: StudyConfig,
          level_alpha: float, no_variation: bool) -> dict:
-    """One comparison's figures; without variation its power and MDE are unknown (NaN)."""
+    """One comparison's figures (`effect` of batch 1); without variation its power and MDE are
+    unknown (NaN)."""
     a = study.analysis
-    se, df = float(effect.se[i]), float(effect.df[i])
+    se, df = float(effect.se[0]), float(effect.df[0])
     unknown = float("nan")
     n_s, n_t, n_e = effect.shape
     return {
         "arm": arm.name, "role": arm.role, "baseline": arm.baseline, "mode": mode,
-        "estimate": float(effect.estimate[i]), "low": float(effect.low[i]),
-        "high": float(effect.high[i]), "boot_low": boot.low, "boot_high": boot.high,
-        "se": se, "df": df, "p_value": float(effect.p_value[i]),
-        "tost_p": float(effect.tost_p[i]), "mean_arm": means[0], "mean_baseline": means[1],
+        "estimate": float(effect.estimate[0]), "low": float(effect.low[0]),
+        "high": float(effect.high[0]), "boot_low": boot.low, "boot_high": boot.high,
+        "se": se, "df": df, "p_value": float(effect.p_value[0]),
+        "tost_p": float(effect.tost_p[0]), "mean_arm": means[0], "mean_baseline": means[1],
         "mde": unknown if no_variation else float(minimum_detectable_effect(
             se, df, alpha=level_alpha, power=a.power)),
         "power_at_smallest": unknown if no_variation else float(power_at(
             a.smallest_effect, se, df, alpha=level_alpha)),
         "no_variation": no_variation,
-        "var_seed": float(effect.var_seed[i]), "var_eval": float(effect.var_eval[i]),
+        "var_seed": float(effect.var_seed[0]), "var_eval": float(effect.var_eval[0]),
         "n_train_seeds": n_s, "n_tasks": n_t, "n_eval_seeds": n_e,
         **{f"factor:{k}": v for k, v in arm.levels},
     }
@@ -142,7 +143,7 @@ def _family(arms: list[Arm], frame: pd.DataFrame, study: StudyConfig, mode: str,
             d = diffs[i][0]
             boot = hierarchical_bootstrap(d, rng, n_resamples=a.n_resamples,
                                           confidence=1 - a.alpha) if d.shape[1] > 1 else None
-            row = _row(arms[i], mode, effects[i], 0, boot or _NoInterval(), diffs[i][1:],
+            row = _row(arms[i], mode, effects[i], boot or _NoInterval(), diffs[i][1:],
                        study, a.alpha / len(members), bool(flat[i]))
             row.update(p_adjusted=float(verdicts.p_adjusted[j]),
                        tost_adjusted=float(verdicts.tost_adjusted[j]),

@@ -4,11 +4,14 @@ every (cell, seed, episode) stored once, and the report is written."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from harness.store import Store
 from harness.study.analysis import study_frame
 from harness.study.config import load_study_config
-from harness.study.run import run_study
+from harness.study.run import load_study_jobs, run_study
 
 from tests.harness.study.support import write_study
 
@@ -91,11 +94,6 @@ def _resumed_jobs_record_the_work_of_their_last_part(study):
     """The interrupted training job resumed at update 1 of 2 (its checkpoint of update 1)
     and the interrupted evaluation with one task's episodes stored: each row's work is what
     its timed last part did; an uninterrupted job's is its whole work (a built arm's, none)."""
-    import json
-
-    from harness.store import Store
-    from harness.study.run import load_study_jobs
-
     with Store(study.db) as store:
         jobs = load_study_jobs(store, study)
     work = [json.loads(w) if isinstance(w, str) else None for w in jobs["work"]]
@@ -108,8 +106,6 @@ def _resumed_jobs_record_the_work_of_their_last_part(study):
 
 
 def _graft_and_weights_are_reported(study, tmp_path):
-    import json
-
     from harness.study.analysis import analyse_study
     from harness.study.report import write_report
     from harness.study.run import TrainJob
@@ -136,10 +132,8 @@ def _graft_and_weights_are_reported(study, tmp_path):
     assert weights[0] == "arm,seed,step,group,delta_norm,relative,delta_rank"
     assert {line.split(",")[0] for line in weights[1:]} == {"lr=0.0001", "lr=0.001"}
     assert "g-mlp" in (tmp_path / "report" / "grafting.md").read_text()
-    from harness.store import Store
     from harness.study.analysis import analyse_study
     from harness.study.report import write_report
-    from harness.study.run import load_study_jobs
 
     with Store(study.db) as store:
         jobs = load_study_jobs(store, study)
@@ -221,11 +215,6 @@ def test_the_appworld_merge_template_runs_end_to_end_at_smoke_scale(tmp_path):
     study = make_study_config(values, root=examples)
     text = _merge_template_runs_and_reports(study, tmp_path)
     assert "| floor |" in text and "| ceiling |" in text
-    import json
-
-    from harness.store import Store
-    from harness.study.run import load_study_jobs
-
     with Store(study.db) as store:  # the supervised jobs record the SFT steps they ran
         jobs = load_study_jobs(store, study).set_index(["arm", "train_seed", "job"])
     assert json.loads(jobs.loc[("spec-d1", 0, "train"), "work"]) == {"updates": 0,

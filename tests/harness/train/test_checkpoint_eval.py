@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,8 @@ from harness.cli import main
 from harness.store import Store, load_episodes
 from harness.train.config import load_train_config
 from harness.train.run import policy_ids, run_id_of, run_training, start_is_final
+from tests.harness.train.example_recipes import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 N_TASKS = 60
 KEY = ["task_id", "eval_seed", "sample"]
 
