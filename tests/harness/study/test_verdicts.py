@@ -12,8 +12,10 @@ from statsmodels.stats.anova import anova_lm
 from statsmodels.stats.weightstats import ttost_paired
 
 from harness.core import HarnessError
+from harness.study.config import load_study_config
 from harness.study.verdicts import (CrossedEffects, crossed_effects, decide,
                                     minimum_detectable_effect, power_at)
+from tests.harness.train.example_recipes import EXAMPLES
 
 
 def test_hand_computed_two_by_two():
@@ -127,7 +129,16 @@ def test_minimum_detectable_effect_inverts_power():
 
 # ---- calibration: 500 simulated studies of the example's shape --------------------------
 
-N_CELLS, SEEDS, TASKS, EVAL_SEEDS = 12, 3, 50, 10
+def _example_shape() -> tuple[int, int, int, int, float]:
+    """Cells, training seeds, tasks, evaluation seeds and margin of the README's example
+    study, read from its file, so the calibration follows the example if it changes."""
+    study = load_study_config(EXAMPLES / "study_grpo_null.toml")
+    cells = sum(a.role == "cell" for a in study.arms_resolved())
+    return (cells, len(study.seeds), study.eval.n_tasks, len(study.eval.eval_seeds),
+            study.analysis.margin)
+
+
+N_CELLS, SEEDS, TASKS, EVAL_SEEDS, MARGIN = _example_shape()
 
 
 def simulate(rng, n_studies, effects=None, *, sd_seed=0.02, shared=0.5):
@@ -147,7 +158,7 @@ def simulate(rng, n_studies, effects=None, *, sd_seed=0.02, shared=0.5):
 
 
 def _verdicts(d):
-    e = crossed_effects(d, margin=0.05)
+    e = crossed_effects(d, margin=MARGIN)
     out = []
     for i in range(d.shape[0]):
         fields = ("estimate", "se", "df", "p_value", "low", "high", "tost_p", "var_seed",
@@ -158,7 +169,7 @@ def _verdicts(d):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)  # about 4 s on 2 idle cores (3,000 simulated designs)
+@pytest.mark.timeout(120)  # about 5 s on 2 idle cores (1,500 simulated studies)
 def test_calibration_null_and_power():
     rng = np.random.default_rng(20240528)
     verdicts, e = _verdicts(simulate(rng, 500))
