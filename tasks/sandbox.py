@@ -53,7 +53,9 @@ from tasks.sandbox_egress import EGRESS_DIR, EGRESS_SOCKET, EgressProxy, check_n
 from tasks.sandbox_egress import egress_env, egress_prologue
 from tasks.sandbox_gc import make_sandbox_root, register_process
 from tasks.sandbox_idmap import IdMap, sandbox_id_map, write_maps
+from tasks.sandbox_files import read_confined_file
 from tasks.sandbox_layer import PINNED_INODES, layer_kind, mount_layer
+from tasks.sandbox_memory import MemoryBound, memory_mechanism
 from tasks.sandbox_process import (Output, await_namespace_end, feed, kill_group, kill_tree,
                                    pump, read_info)
 from tasks.sandbox_process import init_pid as init_pid_of
@@ -80,6 +82,10 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SESSION_GRACE_S = 0.2
 """How long a session command's output is still read after the command exits (what it wrote
 last; a background process that keeps the output open is not waited for)."""
+_BWRAP = shutil.which("bwrap") or "/usr/bin/bwrap"
+_NSENTER = shutil.which("nsenter") or "/usr/bin/nsenter"
+"""The host's launchers, by absolute path: every command starts in the holder's mount
+namespace, where they and their libraries are the host's, never the sandbox's."""
 _NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                "--unshare-cgroup")
 _HOLD = (  # $1 lowerdirs, $2 upper, $3 work, $4 merged, then (host, mount point, ro|rw) per
@@ -134,7 +140,9 @@ class Limits:
     def enforcement(self) -> dict[str, str]:
         """How each limit is enforced here (rlimits: no delegated cgroup v2 subtree is used)."""
         return {"wall_s": "pid namespace killed at the deadline", "cpu_s": "RLIMIT_CPU",
-                "memory_bytes": "RLIMIT_DATA per process", "processes": "RLIMIT_NPROC per uid "
+                "memory_bytes": f"RLIMIT_DATA per process; {memory_mechanism()} for every "
+                "process of the sandbox together, shared memory and /dev/shm included",
+                "processes": "RLIMIT_NPROC per uid "
                 "of the sandbox's user namespace", "file_size_bytes": "RLIMIT_FSIZE",
                 "open_files": "RLIMIT_NOFILE", "disk_bytes": f"{layer_kind(self.inodes)} size",
                 "inodes": f"{layer_kind(self.inodes)} inode count"}
@@ -149,6 +157,8 @@ class CommandResult:
     timed_out: bool
     truncated: bool
     wall_s: float
+    killed_by: str | None = None
+    """Which sandbox bound stopped a process of the command (the memory bound), if one did."""
 
     @property
     def status(self) -> str:
@@ -181,8 +191,9 @@ def containment() -> dict[str, str]:
     return {"user_namespace": f"ids 0-{ids.count - 1} -> host {ids.host_base}-"
                               f"{ids.host_base + ids.count - 1}",
             "seccomp": load_profile().label,
-            "limits": f"rlimits; layer size and inode count (a tmpfs up to {PINNED_INODES} "
-                      f"inodes, else {layer_kind(PINNED_INODES + 1)})"}
+            "limits": f"rlimits; {memory_mechanism()} memory bound per sandbox; layer size and "
+                      f"inode count (a tmpfs up to {PINNED_INODES} inodes, else "
+                      f"{layer_kind(PINNED_INODES + 1)}), /dev/shm on the layer"}
 
 
 def sandbox_available() -> str | None:
@@ -282,10 +293,15 @@ class Sandbox:
         self._layer.mkdir()
         self.layer_kind = mount_layer(self._root, self._layer, disk_bytes=limits.disk_bytes,
                                       inodes=limits.inodes)
+        self._shm = self._layer / "shm"  # /dev/shm of every command: on the layer, in quota
+        self._shm.mkdir()
+        os.chown(self._shm, self.ids.host(0), self.ids.host(0))
+        os.chmod(self._shm, 0o1777)
+        self._memory = MemoryBound(limits.memory_bytes)
         self._holder: list[subprocess.Popen] = []
         self._session_pids: list[int] = []  # the session's pid 1, awaited when it ends
         self._finalizer = weakref.finalize(self, _cleanup, self._root, self._layer,
-                                           self._holder, self._session_pids)
+                                           self._holder, self._session_pids, self._memory)
         self._snapshots = 0
         self._fresh_layer()
         self._hold()
@@ -332,9 +348,6 @@ class Sandbox:
         """Start the episode's shared namespaces: bwrap's reaper as their pid 1 and a process
         that waits on its stdin (closed at `close` and `restore`, which ends them all), with
         the egress forwarder where the sandbox reaches the registries."""
-        if not any((self.rootfs / d / "bwrap").exists() for d in ("usr/bin", "bin")):
-            raise SandboxError(f"a session sandbox needs bubblewrap in its rootfs ({self.rootfs}"
-                               " has no bwrap): its commands are set up by the rootfs's own")
         info_read, info_write = os.pipe()
         seccomp_fd = os.open(seccomp_program(), os.O_RDONLY | os.O_CLOEXEC)
         try:
@@ -386,22 +399,20 @@ class Sandbox:
 
     # ---- commands ---------------------------------------------------------------------------
     def _bwrap(self, command: str, cwd: str, env: Mapping[str, str], user: str,
-               info_fd: int | None, seccomp_fd: int) -> list[str]:
+               info_fd: int | None, seccomp_fd: int, pidns_fd: int | None) -> list[str]:
         joined = self._session_init is not None  # the session's namespaces, entered already
         namespaces = () if joined else (*_NAMESPACES, "--hostname", "sandbox")
         info = ["--info-fd", str(info_fd)] if info_fd is not None else []
-        # joined: the session's mount namespace is entered; its root, recursively, with the
-        # /dev (the session's few device nodes, hence a device bind), /proc (of the session's
-        # pid namespace) and masked surfaces its bwrap mounted, is this command's
-        mounts = ("--dev-bind", "/", "/") if joined else (
-            "--bind", str(self._layer / "merged"), "/", "--dev", "/dev", "--proc", "/proc",
-            *kernel_surfaces())
-        args = ["bwrap", *info, "--seccomp", str(seccomp_fd), *mounts, *namespaces,
-                "--new-session", "--die-with-parent",
-                # joined: the rootfs's bwrap may predate --clearenv; it is started with an
-                # empty environment instead (`_run_raw`)
-                *(() if joined else ("--clearenv",)), "--chdir", cwd]
-        for i, bind in enumerate(() if joined else self.binds):  # joined: mounted already
+        # every command, a session's too, gets its own mount namespace over the episode's
+        # tree; /proc is the (session's or its own) pid namespace's; /dev/shm is a folder of
+        # the episode layer, so shared memory files count in its disk quota (and a session's
+        # commands share them)
+        mounts = ("--bind", str(self._layer / "merged"), "/", "--dev", "/dev", "--proc", "/proc",
+                  *kernel_surfaces(), "--bind", str(self._shm), "/dev/shm")
+        pidns = ["--pidns", str(pidns_fd)] if pidns_fd is not None else []
+        args = [_BWRAP, *info, *pidns, "--seccomp", str(seccomp_fd), *mounts, *namespaces,
+                "--new-session", "--die-with-parent", "--clearenv", "--chdir", cwd]
+        for i, bind in enumerate(self.binds):
             args += ["--bind" if bind.writable else "--ro-bind", str(self._bind_point(i)),
                      bind.target]
         if self.network == "registries" and self.egress is not None:  # variables, forwarder
@@ -434,15 +445,21 @@ class Sandbox:
         return args
 
     def _launch(self, command: str, cwd: str, env: Mapping[str, str], user: str,
-                info_fd: int | None, seccomp_fd: int) -> list[str]:
+                info_fd: int | None, seccomp_fd: int, pidns_fd: int | None = None) -> list[str]:
+        """The host argv of one command: into the memory cgroup, then the holder's user and
+        mount namespaces (where the host's tree is, so ``bwrap`` and its libraries are the
+        host's: nothing the sandbox can write launches a command), and a session's pid,
+        network, IPC, UTS and cgroup namespaces."""
         if not self._holder or self._holder[0].poll() is not None:
             raise SandboxError("the episode layer is not mounted (its holder process exited)")
         holder, init = self._holder[0].pid, self._session_init
-        mounts = f"/proc/{init or holder}/ns/mnt"
-        shared = [f"--{ns}=/proc/{init}/ns/{ns}" for ns in ("pid", "net", "ipc", "uts",
+        # a session's pid namespace is joined by bwrap (``--pidns``), so that it mounts that
+        # namespace's own /proc (joined through nsenter, bwrap binds the host's /proc)
+        shared = [f"--{ns}=/proc/{init}/ns/{ns}" for ns in ("net", "ipc", "uts",
                                                             "cgroup")] if init else []
-        return ["nsenter", f"--user=/proc/{holder}/ns/user", f"--mount={mounts}", *shared,
-                "--", *self._bwrap(command, cwd, env, user, info_fd, seccomp_fd)]
+        return [*self._memory.launcher(), _NSENTER, f"--user=/proc/{holder}/ns/user",
+                f"--mount=/proc/{holder}/ns/mnt", *shared,
+                "--", *self._bwrap(command, cwd, env, user, info_fd, seccomp_fd, pidns_fd)]
 
     def run(self, command: str, *, timeout_s: float | None = None, cwd: str | None = None,
             env: Mapping[str, str] | None = None, stdin: str | bytes | None = None,
@@ -460,20 +477,21 @@ class Sandbox:
         joined = self._session_init is not None  # no namespace of its own to wait for
         info_read, info_write = os.pipe() if not joined else (None, None)
         seccomp_fd = os.open(seccomp_program(), os.O_RDONLY | os.O_CLOEXEC)
+        pidns_fd = (os.open(f"/proc/{self._session_init}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+                    if joined else None)
         started = time.perf_counter()
         try:
             argv = self._launch(command, cwd or self.workdir, env or {}, user, info_write,
-                                seccomp_fd)
+                                seccomp_fd, pidns_fd)
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else
                                     subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                    pass_fds=tuple(fd for fd in (info_write, seccomp_fd)
-                                                   if fd is not None),
-                                    env={} if joined else None)
+                                    pass_fds=tuple(fd for fd in (info_write, seccomp_fd,
+                                                                 pidns_fd) if fd is not None))
         finally:
-            if info_write is not None:
-                os.close(info_write)
-            os.close(seccomp_fd)
+            for fd in (info_write, seccomp_fd, pidns_fd):
+                if fd is not None:
+                    os.close(fd)
         init_pid = None
         if info_read is not None:
             with os.fdopen(info_read, "rb") as info:
@@ -482,18 +500,22 @@ class Sandbox:
             feed(proc, data)
         output = Output(keep)
         kill = (lambda: kill_tree(proc)) if joined else (lambda: kill_group(proc))
+        stop_watch = self._memory.watch(proc.pid, kill)
         try:
             timed_out = pump(proc, output, started + wall, kill=kill,
                              exit_grace_s=SESSION_GRACE_S if joined else None)
         except BaseException:  # interrupted (a signal, a cancelled thread): end the command now
             kill()
             raise
+        finally:
+            stop_watch()
         if not joined:
             await_namespace_end(init_pid)
         code = None if timed_out else proc.returncode
         text, truncated = output.text()
+        killed_by = f"memory bound ({self._memory.describe()})" if self._memory.killed() else None
         return output, CommandResult(code, text, timed_out, truncated,
-                                     time.perf_counter() - started)
+                                     time.perf_counter() - started, killed_by)
 
     # ---- files ------------------------------------------------------------------------------
     def write_file(self, path: str, data: bytes | str, *, mode: int = 0o644,
@@ -507,13 +529,21 @@ class Sandbox:
         self._checked(script, stdin=payload, what=f"write {path}")
 
     def read_file(self, path: str) -> bytes:
-        """The bytes of `path` inside the sandbox (read as root, no truncation)."""
-        size = self.limits.file_size_bytes
-        raw, result = self._run_raw(f"cat {_quote(path)}", timeout_s=60, cwd="/", env=None,
-                                    stdin=None, user="root", keep=2 * size)
-        if result.exit_code != 0:
-            raise SandboxError(f"cannot read {path} in the sandbox: {result.output.strip()}")
-        return bytes(raw.head) + bytes(raw.tail)
+        """The bytes of `path` inside the sandbox, read by the host through its own file
+        descriptors (`tasks.sandbox_files`: nothing of the sandbox's runs, a symbolic link on
+        the way is refused); at most the file size limit."""
+        self._check_open()
+        if not self._holder or self._holder[0].poll() is not None:
+            raise SandboxError("the episode layer is not mounted (its holder process exited)")
+        seen = f"/proc/{self._holder[0].pid}/root"  # the holder's mounts: the tree and binds
+        for i, bind in sorted(enumerate(self.binds), key=lambda item: -len(item[1].target)):
+            target = bind.target.rstrip("/")
+            if path == target or path.startswith(target + "/"):
+                return read_confined_file(Path(seen + str(self._bind_point(i))),
+                                          "/" + path[len(target):].lstrip("/"),
+                                          limit=self.limits.file_size_bytes)
+        return read_confined_file(Path(seen + str(self._layer / "merged")), path,
+                                  limit=self.limits.file_size_bytes)
 
     def copy_in(self, host_path: Path, path: str, *, owner: str = "root") -> None:
         """Copy a host file or directory tree to `path` inside the sandbox."""
@@ -554,6 +584,8 @@ class Sandbox:
         self._release()
         for name in ("upper", "work"):
             shutil.rmtree(self._layer / name)
+        for entry in self._shm.iterdir():  # the session's shared memory ended with it
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
         _copy_tree(snapshot.path, self.upper, "restore")
         (self._layer / "work").mkdir()
         self._hold()
@@ -635,8 +667,9 @@ def _stop_all(holders: list[subprocess.Popen], session_pids: list[int]) -> None:
 
 
 def _cleanup(root: Path, layer: Path, holders: list[subprocess.Popen],
-             session_pids: list[int]) -> None:
+             session_pids: list[int], memory: MemoryBound) -> None:
     _stop_all(holders, session_pids)
+    memory.close()
     subprocess.run(["umount", "-l", str(layer)], capture_output=True)
     shutil.rmtree(root, ignore_errors=True)
 
