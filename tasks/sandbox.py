@@ -88,9 +88,14 @@ _NSENTER = shutil.which("nsenter") or "/usr/bin/nsenter"
 namespace, where they and their libraries are the host's, never the sandbox's."""
 _NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                "--unshare-cgroup")
-_HOLD = (  # $1 lowerdirs, $2 upper, $3 work, $4 merged, then (host, mount point, ro|rw) per
-    # bind; then a user namespace, mapped by us
-    'mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" && shift 4 && '
+_HOLD = (  # $1 the sandbox root, $2 the number n of lower layers, then the n lower layers,
+    # then (host, mount point, ro|rw) per bind; then a user namespace, mapped by us. The
+    # overlay is mounted with paths relative to the sandbox root (lowers bound there first), so
+    # the mount table the sandbox can read names no host path
+    'cd "$1" && n="$2" && shift 2 && lowers= && i=0 && while [ "$i" -lt "$n" ]; do '
+    'mkdir -p "lower-$i" && mount --bind "$1" "lower-$i" && lowers="$lowers${lowers:+:}lower-$i"'
+    ' && i=$((i + 1)) && shift || exit 1; done && mount -t overlay overlay -o '
+    '"lowerdir=$lowers,upperdir=layer/upper,workdir=layer/work" layer/merged && '
     'while [ $# -gt 0 ]; do { if [ -d "$1" ]; then mkdir -p "$2"; else touch "$2"; fi; } && '
     'mount --bind "$1" "$2" && mount -o "remount,bind,$3" "$2" && shift 3 || exit 1; done && '
     "exec unshare --user -- /bin/sh -c 'echo ready && exec cat >/dev/null'")
@@ -323,13 +328,13 @@ class Sandbox:
     def _hold(self) -> None:
         """Start the process that holds the episode's mount namespace with the overlay mounted
         (it exits when its stdin closes: at `close`, `restore` or when this process dies)."""
-        lowers = ":".join(str(p) for p in (*self.layers, self.rootfs))
+        lowers = [str(p) for p in (*self.layers, self.rootfs)]
+        assert self._layer == self._root / "layer"  # _HOLD names its parts relative to the root
         holder = subprocess.Popen(
             # slave: the host's unmounts (another sandbox's closed layer) reach this namespace,
             # so it pins no memory of theirs; its own mounts never reach the host
             ["unshare", "--mount", "--propagation", "slave", "--", "/bin/sh", "-c", _HOLD,
-             "sh", lowers, str(self.upper), str(self._layer / "work"),
-             str(self._layer / "merged"), *itertools.chain.from_iterable(
+             "sh", str(self._root), str(len(lowers)), *lowers, *itertools.chain.from_iterable(
                  (str(bind.host), str(self._bind_point(i)), "rw" if bind.writable else "ro")
                  for i, bind in enumerate(self.binds))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

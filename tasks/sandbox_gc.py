@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tasks.sandbox_memory import collect_stale_groups
 from tasks.sandbox_rootfs import SandboxError
 
 __all__ = ["GRACE_S", "LEGACY_PREFIX", "OWNER_FILE", "ProcessId", "RootOwner",
@@ -260,12 +261,14 @@ def collect_garbage(parent: Path | None = None, *, legacy_parent: Path | None = 
                                   record.processes if record is not None else ()))
     legacy = [root for root in _folders(legacy_parent, LEGACY_PREFIX)
               if not _changed_within(root, grace_s)]
+    groups = [f"removed memory cgroup {group}: its owner is gone"
+              for group in collect_stale_groups()]
     if not found and not legacy:
-        return []
+        return groups
     users = _processes_using([g.root for g in found] + legacy, exclude=(os.getpid(),))
     found += [_Garbage(root, "an older harness left it", ()) for root in legacy
               if not users[root]]
-    return [line for garbage in found for line in _remove(
+    return groups + [line for garbage in found for line in _remove(
         garbage.root, garbage.reason, users[garbage.root], garbage.processes)]
 
 

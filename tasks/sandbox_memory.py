@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["MemoryBound", "memory_mechanism", "WATCH_INTERVAL_S"]
+__all__ = ["MemoryBound", "collect_stale_groups", "memory_mechanism", "WATCH_INTERVAL_S"]
 
 logger = logging.getLogger(__name__)
 WATCH_INTERVAL_S = 0.1

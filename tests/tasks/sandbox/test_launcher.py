@@ -56,3 +56,12 @@ def test_reads_go_around_replaced_binaries_and_refuse_links(base_rootfs):
                           ("/work/../etc/passwd", "without '..'")):
             with pytest.raises(SandboxError, match=why):
                 box.read_file(path)
+
+
+@pytest.mark.timeout(300)
+def test_the_mount_table_names_no_host_path(base_rootfs):
+    with Sandbox(base_rootfs) as box:
+        table = box.run("cat /proc/self/mountinfo").output
+        assert "overlay" in table
+        for host_path in (str(base_rootfs), str(box._root), "harness-sandboxes", "/root/"):
+            assert host_path not in table

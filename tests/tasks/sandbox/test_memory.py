@@ -5,6 +5,8 @@ and 300 MiB written to /dev/shm stops at a 64 MiB quota."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tasks.sandbox import Limits, Sandbox
@@ -54,3 +56,16 @@ def test_the_enforcement_names_the_mechanism():
         assert (bound.launcher() == []) == (mechanism == "watchdog")
     finally:
         bound.close()
+
+
+@pytest.mark.skipif(memory_mechanism() == "watchdog", reason="no memory cgroup here")
+def test_a_cgroup_whose_owner_is_gone_is_collected():
+    from tasks.sandbox_gc import collect_garbage
+    from tasks.sandbox_memory import _v1_parent, _v2_parent
+
+    parent = _v1_parent() or _v2_parent()
+    dead = max(int(p) for p in os.listdir("/proc") if p.isdigit()) + 100_000
+    stale = parent / f"harness-sandbox-{dead}-1"
+    stale.mkdir()
+    assert any(str(stale) in line for line in collect_garbage())
+    assert not stale.exists()
