@@ -62,6 +62,9 @@ TMP_INODES = 1 << 17
 LIMITS = "ulimit -u 2048 -v 4194304 -f 4194304 || exit 125; "
 """Per-process limits of a host build (bash ``ulimit``, sizes in KiB): processes of the build
 uid 2,048, address space 4 GiB, file size 4 GiB."""
+MEMORY_BYTES = 4 << 30
+"""The whole build's memory, shared memory included (`tasks.sandbox_memory.MemoryBound`);
+``/dev/shm`` is a folder of the build's ``/tmp`` file system, inside its size."""
 REGISTRY_CONFIG = (".config/pip/pip.conf", ".pip/pip.conf", ".config/uv/uv.toml")
 """The invoking user's registry configuration files (relative to its home), bound read-only
 at the same place under the confined ``$HOME`` (``/tmp``) so the registry stays the same."""
@@ -92,8 +95,10 @@ def host_build_argv(command: Sequence[str], *, readable: Sequence[Path] = (),
 
     argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             *kernel_surfaces(), "--tmpfs", "/run", "--unshare-net"]
-    argv += (["--bind", str(tmp), "/tmp"] if tmp is not None
-             else ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"])
+    argv += (["--bind", str(tmp), "/tmp", "--bind", str(_shm_folder(tmp)), "/dev/shm"]
+             if tmp is not None else
+             ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+              "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm"])
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
     prologue = LIMITS
@@ -213,6 +218,7 @@ def run_host_build(command: Sequence[str], *, python: Path, cache_root: Path,
         return _finish(list(command), command, stdin, timeout_s, pass_fds=())
     from tasks.sandbox import seccomp_program
     from tasks.sandbox_egress import EgressProxy, configured_allow_list
+    from tasks.sandbox_memory import MemoryBound
 
     for path in writable:
         _own(path)
@@ -224,7 +230,12 @@ def run_host_build(command: Sequence[str], *, python: Path, cache_root: Path,
                                    home=Path.home(), uid=_build_uid(),
                                    egress_socket_dir=egress.socket_dir, seccomp_fd=seccomp_fd,
                                    tmp=tmp)
-            done = _finish(argv, command, stdin, timeout_s, pass_fds=(seccomp_fd,))
+            memory = MemoryBound(MEMORY_BYTES)
+            try:
+                done = _finish([*memory.launcher(), *argv], command, stdin, timeout_s,
+                               pass_fds=(seccomp_fd,))
+            finally:
+                memory.close()
             refused = sorted({f"{r.host}:{r.port}" for r in egress.log
                               if r.verdict != "allowed"})
     finally:
@@ -260,6 +271,14 @@ def _private_tmp() -> Iterator[Path | None]:
     finally:
         subprocess.run(["umount", "-l", str(tmp)], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _shm_folder(tmp: Path) -> Path:
+    """The build's ``/dev/shm``: a folder of its ``/tmp`` file system (in its size)."""
+    folder = tmp / ".dev-shm"
+    folder.mkdir(mode=0o1777, exist_ok=True)
+    os.chmod(folder, 0o1777)
+    return folder
 
 
 def _finish(argv: list[str], command: Sequence[str], stdin: str | None, timeout_s: float,

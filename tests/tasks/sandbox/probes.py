@@ -27,8 +27,11 @@ PROBES = ("sysctl:kernel/printk_ratelimit", "sysctl:kernel/core_pattern",
           "sysctl:kernel/domainname", "sysctl:vm/overcommit_ratio", "sysrq-trigger",
           "open_by_handle_at", "read:/proc/kcore", "read:/proc/keys", "read:/proc/timer_list",
           "host-environ", "keyctl", "mount", "unshare-U-mount", "ptrace-outside", "bpf",
-          "perf_event_open", "inode-flood", "fork-bomb", "memory-bomb", "disk-fill",
-          "detached-sleeper")
+          "perf_event_open", "inode-flood", "fork-bomb", "memory-bomb", "shared-memory",
+          "dev-shm-fill", "disk-fill", "detached-sleeper")
+SHARED_BYTES = 5 << 30
+"""What the shared-memory probe maps and touches: past every memory bound the battery runs
+under (1 GiB in the battery's own sandboxes, the 4 GiB default in the suites' sandboxes)."""
 
 PROBE_SCRIPT = r'''
 import ctypes, errno, os, signal, subprocess, sys, time
@@ -172,6 +175,46 @@ def memory_bomb():
     return False, f"{total >> 20} MiB allocated"
 attempt("memory-bomb", memory_bomb)
 
+def shared_memory():
+    # MAP_SHARED pages are not private writable memory: RLIMIT_DATA never counts them
+    child = os.fork()
+    if child == 0:
+        try:
+            import mmap
+            region = mmap.mmap(-1, SHARED_BYTES, flags=mmap.MAP_SHARED)
+            for offset in range(0, SHARED_BYTES, 4096):
+                region[offset] = 1
+        except BaseException:
+            os._exit(3)  # refused (the address-space limit of a host build)
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):
+        return True, f"stopped by signal {os.WTERMSIG(status)}"
+    code = os.waitstatus_to_exitcode(status)
+    if code == 3:
+        return True, "refused"
+    return False, f"{SHARED_BYTES >> 20} MiB mapped and touched, exit {code}"
+attempt("shared-memory", shared_memory)
+
+def dev_shm_fill():
+    # contained when /dev/shm is the writable layer's own file system: what it holds counts
+    # in the episode's disk quota (bwrap's own /dev/shm is a tmpfs of half the host's RAM)
+    before = os.statvfs("/tmp")
+    try:
+        with open("/dev/shm/fill", "wb") as handle:
+            handle.write(bytes(64 << 20))
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG), errno.errorcode.get(exc.errno)
+    finally:
+        after = os.statvfs("/tmp")
+        if os.path.exists("/dev/shm/fill"):
+            os.remove("/dev/shm/fill")
+    taken = (before.f_bfree - after.f_bfree) * after.f_frsize
+    return taken >= 48 << 20, f"64 MiB in /dev/shm took {taken >> 20} MiB of the layer's quota"
+attempt("dev-shm-fill", dev_shm_fill)
+
 def disk_fill():
     os.makedirs("/tmp/fill", exist_ok=True)
     written, chunk = 0, bytes(1 << 20)
@@ -198,7 +241,7 @@ print("PROBES DONE", flush=True)
 def probe_script(host_pid: int, bind: str = "/") -> str:
     """The battery aimed at host process `host_pid` (ptrace) through folder `bind`."""
     return (PROBE_SCRIPT.replace("SLEEPER", SLEEPER_SECONDS).replace("HOST_PID", str(host_pid))
-            .replace("BIND", repr(bind)))
+            .replace("BIND", repr(bind)).replace("SHARED_BYTES", str(SHARED_BYTES)))
 
 _LINE = re.compile(r"^PROBE (\S+) (contained|ESCAPED)(?: (.*))?$", re.MULTILINE)
 
