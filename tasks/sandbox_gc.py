@@ -247,6 +247,8 @@ def collect_garbage(parent: Path | None = None, *, legacy_parent: Path | None = 
     gone, and every legacy root (``harness-sandbox-*`` in `legacy_parent`, default the
     temporary folder) that no process uses; one line per thing removed. Only a directory
     listing when there is nothing to do."""
+    groups = [f"removed memory cgroup {group}: its owner is gone"  # the machine's own only
+              for group in (collect_stale_groups() if parent is None else ())]
     parent = sandboxes_dir(create=False) if parent is None else Path(parent)
     legacy_parent = Path(tempfile.gettempdir()) if legacy_parent is None else Path(legacy_parent)
     found: list[_Garbage] = []
@@ -261,8 +263,6 @@ def collect_garbage(parent: Path | None = None, *, legacy_parent: Path | None = 
                                   record.processes if record is not None else ()))
     legacy = [root for root in _folders(legacy_parent, LEGACY_PREFIX)
               if not _changed_within(root, grace_s)]
-    groups = [f"removed memory cgroup {group}: its owner is gone"
-              for group in collect_stale_groups()]
     if not found and not legacy:
         return groups
     users = _processes_using([g.root for g in found] + legacy, exclude=(os.getpid(),))
