@@ -39,7 +39,7 @@ register_suite("medagentbench-v2", 1, "tasks.medagentbench:MedAgentBenchV2Suite"
 register_suite("medagentbench-v3", 1, "tasks.medagentbench:MedAgentBenchV3Suite")
 # sandboxed shell tasks (bubblewrap + a Debian rootfs; `harness list` marks them unavailable
 # without); terminal-bench@1 reads TERMINAL_BENCH_TASKS
-register_suite("terminal-lite", 1, "tasks.terminal:TerminalLiteSuite")
+register_suite("terminal-lite", 2, "tasks.terminal:TerminalLiteSuite")
 if os.environ.get("TERMINAL_BENCH_TASKS"):
     register_suite("terminal-bench", 1, "tasks.terminal:TerminalBenchSuite")
 # needs the sandbox and desktop-env (--no-deps); without them `harness list` marks it unavailable
@@ -88,7 +88,7 @@ register_suite("taubench-retail", 1, "tasks.taubench:TauRetailSuite")
 register_suite("taubench-airline", 1, "tasks.taubench:TauAirlineSuite")
 register_dataset("taubench-retail", "tasks.taubench.sources:DATASET")
 register_dataset("taubench-airline", "tasks.taubench.sources:DATASET")
-register_suite("dbbench", 1, "tasks.dbbench:DBBenchSuite")
+register_suite("dbbench", 2, "tasks.dbbench:DBBenchSuite")
 register_dataset("dbbench", "tasks.dbbench.sources:DATASET")
 
 __all__ = [

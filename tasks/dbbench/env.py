@@ -11,9 +11,15 @@ JSON object, upstream's two tools:
   is graded (`grading`).
 
 Anything else is ``invalid`` (upstream answers it and the round still counts); 15 rounds
-truncate with reward 0. The database is dropped on the next reset, on `close`, or when the
-env is collected. If the server died, the episode fails with a clear error and the suite
-restarts the server for the next episode.
+truncate with reward 0.
+
+The agent's SQL runs on a connection of the episode's own MariaDB account
+(`MariaDBServer.create_account`: every right on the episode's database, none elsewhere), never
+on the harness's. The harness creates the database and its tables, and computes the table hash
+of INSERT/UPDATE tasks, on its own connection, after closing the agent's (so no lock, temporary
+table or session variable of the agent's session is in the way). The database and the account
+are dropped on the next reset, on `close`, or when the env is collected. If the server died,
+the episode fails with a clear error and the suite restarts the server for the next episode.
 
 Capabilities: `oracle_action()` (the gold SQL first, then the gold answer: the label for
 SELECT tasks, which upstream's checker compares with, nothing for INSERT/UPDATE tasks; the
@@ -34,7 +40,7 @@ from tasks.base import StepResult
 from tasks.dbbench.data import DBTask
 from tasks.dbbench.grading import (MODIFYING, compare_results, hash_value, init_sql,
                                    table_hash_sql)
-from tasks.dbbench.server import DBBenchServerError, MariaDBServer, connector
+from tasks.dbbench.server import Account, DBBenchServerError, MariaDBServer, connector
 
 __all__ = ["DBBenchEnv", "MAX_ROUNDS", "execute_action", "commit_action", "user_prompt"]
 
@@ -88,10 +94,13 @@ def run_sql(connection: Any, sql: str, data: tuple = ()) -> str:
     return text[:TRUNCATE_AT] + "[TRUNCATED]" if len(text) > TRUNCATE_AT else text
 
 
-def _drop(server: MariaDBServer, database: str) -> None:
+def _drop(server: MariaDBServer, database: str, account: Account | None = None) -> None:
     if not server.running():
         return
     try:
+        if account is not None:
+            server.drop_account(account)
+        server.rollback_detached_xa()  # their locks would block the DROP (LOCK_WAIT_S)
         connection = server.connect()
         cursor = connection.cursor()
         cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
@@ -116,19 +125,23 @@ class DBBenchEnv:
         self._steps, self._done = 0, False
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def close(self) -> None:
+    def _close_connection(self) -> None:
         if self._connection is not None:
             try:
                 self._connection.close()
             except Exception:  # noqa: BLE001
                 pass
             self._connection = None
+
+    def close(self) -> None:
+        self._close_connection()
         if self._finalizer is not None:
             self._finalizer()
             self._finalizer = None
         self._database = None
 
     def _create(self, server: MariaDBServer, name: str) -> Any:
+        """The task's database `name` with its tables; the harness's connection to it."""
         connection = server.connect()
         cursor = connection.cursor()
         cursor.execute(f"CREATE DATABASE `{name}`")
@@ -141,11 +154,17 @@ class DBBenchEnv:
 
     def reset(self, *, seed: int) -> tuple[str, dict[str, Any]]:
         self.close()
-        self._server = self._server_factory()
+        self._server = server = self._server_factory()
         name = f"dbbench_{os.getpid()}_{next(_COUNTER)}"
-        self._connection = self._create(self._server, name)
+        self._create(server, name).close()
+        try:
+            account = server.create_account(name)
+        except BaseException:
+            _drop(server, name)
+            raise
+        self._finalizer = weakref.finalize(self, _drop, server, name, account)
+        self._connection = server.connect(name, account)  # what the agent's SQL runs on
         self._database = name
-        self._finalizer = weakref.finalize(self, _drop, self._server, name)
         self._steps, self._done = 0, False
         return user_prompt(self.task), self._info(False)
 
@@ -182,10 +201,18 @@ class DBBenchEnv:
                           {**self._info(invalid), **extra})
 
     def table_hash(self, connection: Any | None = None) -> str:
-        """The combined hash of the task's tables, as upstream's checker computes it."""
-        connection = connection or self._connection
-        hashes = [hash_value(run_sql(connection, table_hash_sql(t))) for t in self.task.tables]
-        return "_".join(sorted(hashes))
+        """The combined hash of the task's tables, as upstream's checker computes it, on
+        `connection` (default: a new connection of the harness's to the episode's database)."""
+        if connection is not None:
+            hashes = [hash_value(run_sql(connection, table_hash_sql(t)))
+                      for t in self.task.tables]
+            return "_".join(sorted(hashes))
+        assert self._server is not None and self._database is not None
+        own = self._server.connect(self._database)
+        try:
+            return self.table_hash(own)
+        finally:
+            own.close()
 
     def _gold_hash(self) -> str:
         if self.task.answer_md5:
@@ -202,6 +229,7 @@ class DBBenchEnv:
 
     def _grade(self, answer: Any) -> bool:
         if self.task.task_type in MODIFYING:
+            self._close_connection()  # its locks and session state end here (module docstring)
             return compare_results(self.table_hash(), self._gold_hash(), self.task.task_type)
         return compare_results(answer, self.task.label, self.task.task_type)
 

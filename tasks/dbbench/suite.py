@@ -1,12 +1,14 @@
-"""The suite ``dbbench@1``: AgentBench's DB-Bench on a MariaDB server the suite runs.
+"""The suite ``dbbench@2``: AgentBench's DB-Bench on a MariaDB server the suite runs.
 
 Task ids are ``test-<i>`` (``standard.jsonl``, 300) and ``dev-<i>`` (``dev.jsonl``, 60); the
 task type is upstream's (INSERT, UPDATE, counting, comparison, ranking, aggregation-*,
-other). Making the suite checks the prerequisites (the server binary, the MySQL client), so
-a machine without them gets one `DBBenchServerError` (or `MissingDependencyError`) line before
-any episode plays and `harness list` marks the suite unavailable. The server starts on the
-first episode (`server`), is restarted if it died, and is stopped by `close` or at
-interpreter exit.
+other). Making the suite checks the prerequisites (the server binary, bubblewrap, the MySQL
+client), so a machine without them gets one `DBBenchServerError` (or `MissingDependencyError`)
+line before any episode plays and `harness list` marks the suite unavailable. The server
+starts on the first episode (`server`; contained and unprivileged,
+`tasks.dbbench.containment`), is restarted if it died, and is stopped by `close` or at
+interpreter exit. Each episode's SQL runs as its own MariaDB account, with rights on its own
+database only (`tasks.dbbench.env`).
 """
 
 from __future__ import annotations
@@ -42,9 +44,9 @@ Anything else is judged a failure for that round."""
 
 
 class DBBenchSuite(SuiteBase):
-    """``dbbench@1`` (module docstring)."""
+    """``dbbench@2`` (module docstring)."""
 
-    name, version = "dbbench", 1
+    name, version = "dbbench", 2
     description = ("AgentBench DB-Bench: 300 SQL tasks (100 INSERT, 100 UPDATE, 100 SELECT) on "
                    "a private MariaDB server; answers and table hashes graded as upstream")
     trivial_actions = {"commit-empty": commit_action([])}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import types
@@ -118,8 +119,8 @@ def test_task_files_hold_300_test_and_60_dev_tasks():
 
 @needs_server
 def test_registered():
-    assert len(get_suite("dbbench@1").tasks("test")) == 300
-    assert len(get_suite("dbbench@1").tasks("dev")) == 60
+    assert len(get_suite("dbbench@2").tasks("test")) == 300
+    assert len(get_suite("dbbench@2").tasks("dev")) == 60
 
 
 @needs_server
@@ -164,6 +165,10 @@ def test_bench_prints_start_time_and_round_trip_beside_baselines():
                                        "ratio env/sqlite")):
         assert label in line and float(line.split()[-1]) > 0, line
     assert float(lines[5].split()[-1]) > 1  # a server round trip costs more than sqlite3
+    contained = lines[6].split()
+    assert lines[6].startswith("  'mariadbd --version' contained") and "contained/bare" in lines[6]
+    assert 0 < float(contained[4]) < 60 and float(contained[-1]) == pytest.approx(
+        float(contained[4]) / spawn, rel=0.1)
 
 
 @needs_server
@@ -176,8 +181,9 @@ def test_server_started_on_a_private_socket_and_stopped_on_close():
     suite = DBBenchSuite()
     _play(suite, "test-100")
     server = suite.server()
-    folder = Path(server.socket).parent
-    assert oct(folder.stat().st_mode)[-3:] == "700" and server.running()
+    folder = server.folder
+    assert Path(server.socket).is_relative_to(folder) and server.running()
+    assert oct(folder.stat().st_mode)[-3:] == "700" and folder.stat().st_uid == os.geteuid()
     suite.close()
     assert not folder.exists() and not server.running()
 
@@ -187,9 +193,10 @@ def test_crashed_server_fails_only_its_episode_and_restarts():
     suite = DBBenchSuite()
     env = suite.make_env("test-0")
     env.reset(seed=0)
-    process = suite._server.process
-    process.kill()
-    process.wait()
+    server = suite._server
+    os.kill(server.server_pid, signal.SIGKILL)  # mariadbd itself, inside its namespace
+    server.process.wait(timeout=20)  # bubblewrap ends with it
+    assert not server.running()
     with pytest.raises(DBBenchServerError):
         env.step(execute_action("SELECT 1"))
     assert _play(suite, "test-100").info["won"]  # a fresh server for the next episode
@@ -211,8 +218,8 @@ def test_gold_300_and_commit_empty_on_every_task(suite):
 
 @needs_server
 def test_agent_sql_reads_and_writes_no_host_file(suite, tmp_path):
-    """The server runs as root here: LOAD_FILE, INTO OUTFILE and LOAD DATA LOCAL are confined
-    to an empty private folder, so the agent's SQL reaches no host file."""
+    """LOAD_FILE, INTO OUTFILE and LOAD DATA LOCAL reach no host file: the episode's account
+    holds no FILE privilege, LOCAL is off, and the server sees no host folder."""
     secret = tmp_path / "secret.txt"
     secret.write_text("host secret")
     secret.chmod(0o644)
@@ -227,5 +234,25 @@ def test_agent_sql_reads_and_writes_no_host_file(suite, tmp_path):
     finally:
         env.close()
     assert "host secret" not in read.observation and "None" in read.observation
-    assert "secure-file-priv" in write.observation and not target.exists()
+    assert "the FILE privilege" in write.observation and not target.exists()
     assert "host secret" not in local.observation and local.observation.split()[0].isdigit()
+
+
+@needs_server
+def test_grade_reads_the_table_on_the_harness_connection(suite):
+    """An INSERT task's hash is computed on the harness's own connection after the agent's is
+    closed: a table lock the agent's session holds does not block it, and a temporary table
+    the agent made under the task table's name does not stand in for the real one."""
+    insert = next(spec.id for spec in suite.tasks("test") if spec.task_type == "INSERT")
+    env = suite.make_env(insert)
+    env.reset(seed=0)
+    table = env.task.tables[0]["table_name"]
+    gold = env.oracle_action()
+    locked = env.step(execute_action(f"LOCK TABLES `{table}` WRITE"))
+    assert locked.observation == "[]"
+    assert env.step(gold).reward == 0.0  # the gold SQL, under the agent's own lock
+    shadow = env.step(execute_action(f"CREATE TEMPORARY TABLE `{table}` AS SELECT 1 AS a"))
+    assert shadow.observation == "[]"
+    result = env.step(env.oracle_action())  # commit: graded on the real table
+    env.close()
+    assert result.terminated and result.info["won"]
