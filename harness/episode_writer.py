@@ -17,7 +17,6 @@ import os
 import pickle
 import subprocess
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,8 @@ class EpisodeWriter:
     this process dies, the writer still commits everything it was sent.
 
     Use as a context manager around a run: leaving it sends what is pending and waits until
-    every submitted episode is committed. A failed write raises `HarnessError`, from the next
+    every submitted episode is committed and the process has copied its log into the
+    database file and exited. A failed write raises `HarnessError`, from the next
     `submit` or from `close`. ``turns=False`` stores no episode's model turns
     (``store_turns = false``).
     """
@@ -123,7 +123,8 @@ class EpisodeWriter:
             pass
 
     def close(self) -> None:
-        """Send what is pending and wait until every submitted episode is committed."""
+        """Send what is pending and wait until every submitted episode is committed and the
+        process has checkpointed and exited."""
         if not self._closed:
             self._closed = True
             try:
@@ -144,15 +145,14 @@ class EpisodeWriter:
 
     def _read_report(self) -> str:
         """The process's report: its line ``ok N``, or else everything it wrote before it
-        exited (an error's last line says why)."""
+        exited (an error's last line says why). Returns once the process has exited: after
+        ``ok`` it checkpoints, and a run must not return while a process still writes the
+        database file (a command after it, or a copy of the file, would race it)."""
         if self._process.stdout.closed:
             return ""
         first = self._process.stdout.readline().decode(errors="replace")
-        if first.startswith("ok "):  # it checkpoints and exits on its own: reaped aside
-            threading.Thread(target=self._reap, name="episode-writer-reaper",
-                             daemon=True).start()
-            return first
-        text = first + self._process.stdout.read().decode(errors="replace")
+        text = first if first.startswith("ok ") else \
+            first + self._process.stdout.read().decode(errors="replace")
         self._reap()
         return text
 

@@ -4,11 +4,11 @@ Standard input carries frames: a 4-byte little-endian length, then a pickled lis
 ``(episode_row, trajectory_row[, turns_row])`` tuples (`harness.store.episode_rows`; a
 ``turns_row`` of None or none at all: the episode stores no turns). Everything that has
 arrived is committed in one transaction, at once; after the end-of-input frame (length 0), or
-when standard input closes, the process
-writes one line to standard output, ``ok N`` (N episodes committed) or ``error MESSAGE``, and
-exits (after a checkpoint, when all went well: see `main`). It ignores SIGINT and SIGTERM: Ctrl-C reaches a terminal's whole process group, and
-episodes already handed over must not be lost to a signal meant for the run. The parent ends
-it by closing its standard input, which also happens when the parent dies.
+when standard input closes, the process writes one line to standard output, ``ok N`` (N
+episodes committed) or ``error MESSAGE``, and exits (after a checkpoint, when all went well:
+see `main`). It ignores SIGINT and SIGTERM: Ctrl-C reaches a terminal's whole process group,
+and episodes already handed over must not be lost to a signal meant for the run. The parent
+ends it by closing its standard input, which also happens when the parent dies.
 
 It imports only the standard library and `harness.sqlite_batch`, so it starts in a few
 milliseconds, while the run's first episodes play.
@@ -83,8 +83,9 @@ def main(argv: list[str]) -> None:
     """``DB insert|replace``: commit what standard input carries, report on standard output, exit.
 
     The report goes out as soon as the last episode is committed; the process then copies
-    the log into the database file (a checkpoint, which the last connection to close would
-    otherwise do while its caller waits) and exits on its own."""
+    the log into the database file (a checkpoint, so the run's own store, the last
+    connection, has little left to copy when it closes) and exits. The parent waits for
+    that exit before its run returns (`EpisodeWriter.close`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     db = None

@@ -14,7 +14,10 @@ from harness.cli import main
 from harness.store import load_episodes
 
 
-def _harness(*args, cwd=None, timeout=300):
+def _harness(*args, cwd=None, timeout=600):
+    """The command in a subprocess. The limit only stops a hang: `harness list suites` (about
+    10 s of CPU) took 251 s under `nice` beside two busy loops on a loaded 2-core machine
+    (issue 40), too close to the 300 s this limit was; 600 s is also the per-test limit."""
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=timeout)
 

@@ -5,6 +5,7 @@ the seccomp filter, registries only through the egress proxy)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -194,28 +195,39 @@ def test_a_host_build_reaches_the_allowed_registry_and_nothing_else(tmp_path, mo
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap (Debian bubblewrap) missing")
 def test_confined_build_writes_only_its_output(tmp_path):
-    """The real confinement: the host is read-only (the repository too), the caller's /tmp
-    and home are hidden, the output directory is writable, and as root the uid is AGENT_UID."""
+    """The real confinement: the host is read-only (the interpreter's prefix, bound back
+    where it lies under the hidden home), the caller's /tmp and home are hidden, the output
+    directory is writable, and as root the uid is AGENT_UID. The repository cannot be
+    written from any checkout: read-only where it is visible, hidden where it lies under the
+    caller's /tmp or home (`test_hostbuild_checkouts.py` runs this test from such clones)."""
     out = tmp_path / "out"
     out.mkdir()
     (tmp_path / "marker").write_text("host /tmp")
-    probe = Path(__file__).with_name(".confinement-probe")
+    python = Path(sys.base_prefix)
+    probes = [Path(__file__).with_name(".confinement-probe"), python / ".confinement-probe"]
     script = ("import os, pathlib, sys\n"
               f"print(os.getuid(), pathlib.Path({str(tmp_path / 'marker')!r}).exists())\n"
               f"pathlib.Path({str(out / 'built.whl')!r}).write_text('x')\n"
-              f"try:\n    open({str(probe)!r}, 'w')\nexcept OSError as e:\n"
-              "    print(e.strerror)\n")
-    python = Path(sys.base_prefix)
+              f"for probe in {[str(p) for p in probes]!r}:\n"
+              "    try:\n        open(probe, 'w')\n    except OSError as e:\n"
+              "        print(e.errno)\n    else:\n        print('written')\n")
     done = run_host_build([str(python / "bin" / "python3"), "-c", script], python=python,
                           cache_root=tmp_path / "cache", writable=[out], timeout_s=60)
+    repository = Path(__file__).resolve().parents[3]
+    hidden = any(repository.is_relative_to(place)
+                 for place in (Path("/tmp").resolve(), Path.home().resolve()))
     try:
         assert done.returncode == 0, done.stderr
-        uid, sees_marker, error = done.stdout.split(maxsplit=2)
+        uid, sees_marker, in_repository, in_prefix = done.stdout.split()
         assert int(uid) == (AGENT_UID if os.geteuid() == 0 else os.getuid())
-        assert sees_marker == "False" and "Read-only" in error and not probe.exists()
+        assert sees_marker == "False"
+        assert in_prefix == str(errno.EROFS)
+        assert in_repository == str(errno.ENOENT if hidden else errno.EROFS), repository
+        assert not any(probe.exists() for probe in probes)
         assert (out / "built.whl").read_text() == "x"
     finally:
-        probe.unlink(missing_ok=True)
+        for probe in probes:
+            probe.unlink(missing_ok=True)
 
 
 def test_without_bwrap_the_build_stops_unless_allowed(tmp_path, monkeypatch):
