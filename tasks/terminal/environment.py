@@ -55,8 +55,9 @@ TERMINAL_RECIPE = BASE_RECIPE.extend(
      "echo 'APT::Sandbox::User \"root\";' > /etc/apt/apt.conf.d/90harness-sandbox"),
 )
 """The shared rootfs of terminal tasks (about 400 MB): the base rootfs plus a C toolchain,
-make, jq, bc, archivers, openssl, Python packaging tools and bubblewrap (a session sandbox's
-commands are set up by the rootfs's own bwrap: `tasks.sandbox`). apt runs its downloads as root
+make, jq, bc, archivers, openssl, Python packaging tools and bubblewrap (for tasks that use it;
+every sandbox command, a session's too, is set up by the host's bwrap: `tasks.sandbox`). apt
+runs its downloads as root
 (the sandbox's root is an unprivileged host id already)."""
 
 

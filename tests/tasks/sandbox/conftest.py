@@ -23,7 +23,7 @@ def base_rootfs() -> Path:
 
 @pytest.fixture(scope="session")
 def terminal_rootfs() -> Path:
-    """The terminal tasks' rootfs: it carries bubblewrap, which session sandboxes need."""
+    """The terminal tasks' rootfs (Python and a toolchain; it carries bubblewrap too)."""
     from tasks.terminal.environment import TERMINAL_RECIPE
 
     return build_rootfs(TERMINAL_RECIPE)

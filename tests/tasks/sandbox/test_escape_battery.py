@@ -30,7 +30,7 @@ def _bytes_per_file() -> int:
                                            ("agent", True), ("root", True)])
 def test_battery_from_an_agent_command(base_rootfs, terminal_rootfs, tmp_path, user, session):
     """Per-command namespaces, and a session's shared ones (the command set up by the
-    rootfs's own bwrap inside them)."""
+    host's bwrap joining them)."""
     (tmp_path / "host-folder").mkdir()
     (tmp_path / "host-folder" / "note.txt").write_text("a bound host folder")
     with SecretProcess() as secret, Sandbox(
