@@ -182,16 +182,17 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: st
 
 def show_leaderboard(db: str, *, run_id: str | None = None, suite: str | None = None,
                      markdown: bool = False, metric: str = "success") -> None:
-    from harness.report.leaderboard import comparability_notes, leaderboard_table
+    from harness.report.leaderboard import (comparability_notes, error_notes,
+                                            flagged_resolve_notes, leaderboard_table)
     from harness.store import load_episodes
 
+    episodes = load_episodes(db, run_id=run_id, suite=suite)
     if metric != "success":
-        _show_metric_leaderboard(load_episodes(db, run_id=run_id, suite=suite), metric,
-                                 markdown, db)
+        _show_metric_leaderboard(episodes, metric, markdown, db)
     else:
-        _show_success_leaderboard(leaderboard_table(load_episodes(db, run_id=run_id,
-                                                                  suite=suite)), markdown)
-    for line in comparability_notes(db, run_id=run_id, suite=suite):
+        _show_success_leaderboard(leaderboard_table(episodes), markdown)
+    for line in [*error_notes(episodes), *comparability_notes(db, run_id=run_id, suite=suite),
+                 *flagged_resolve_notes(db, run_id=run_id, suite=suite)]:
         print(line)
 
 

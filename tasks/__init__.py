@@ -49,13 +49,13 @@ register_suite("appworld-lite", 3, "tasks.appworld:AppWorldLiteSuiteV3")  # + sc
 from tasks.appworld.official import official_available as _appworld_available  # noqa: E402
 if _appworld_available() is None:  # PyPI appworld (its own venv) and APPWORLD_ROOT data
     register_suite("appworld", 1, "tasks.appworld.official:AppWorldOfficialSuite")
-# SWE-bench: swe-lite@1 is bundled; the official tables (SWEBENCH_DATA or ../shared/data/swebench)
+# SWE-bench: swe-lite@2 is bundled; the official tables (SWEBENCH_DATA or ../shared/data/swebench)
 # need the repositories (a mirror directory in SWEBENCH_REPOS) for the local sandbox backend
-register_suite("swe-lite", 1, "tasks.swebench:SweLiteSuite")
+register_suite("swe-lite", 2, "tasks.swebench:SweLiteSuite")
 if os.environ.get("SWEBENCH_REPOS"):
-    register_suite("swebench-verified", 1, "tasks.swebench:VerifiedSuite")
-    register_suite("swebench-lite", 1, "tasks.swebench:LiteSuite")
-    register_suite("swebench-dev", 1, "tasks.swebench:DevSuite")
+    register_suite("swebench-verified", 2, "tasks.swebench:VerifiedSuite")
+    register_suite("swebench-lite", 2, "tasks.swebench:LiteSuite")
+    register_suite("swebench-dev", 2, "tasks.swebench:DevSuite")
 
 # what families plug into the command line (`tasks.plugins`): their commands and servers,
 # their `harness bench` entries, their parts of the engine's benches, their generators

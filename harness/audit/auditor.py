@@ -7,7 +7,8 @@ land in the store like any run):
   learnability under GRPO and sampling headroom (`harness.audit.learnability`);
 - the *probe run*: every trivial probe, the oracle (when the suite has one), the suite's
   declared exploits and the greedy policy (when given), ``eval_seeds`` seeds per task, for
-  the reward ceilings (`harness.audit.ceilings`).
+  the reward ceilings (`harness.audit.ceilings`) and, per task, whether a forgery probe (an
+  exploit named ``forge:...``) changed the verdict (`harness.audit.forgery`).
 
 A task whose environment did not build (the suite's ``build_task`` says so: a recorded
 failure answers at once) is listed apart and left out of every rate: it is not an oracle
@@ -27,6 +28,7 @@ import pandas as pd
 
 from harness.audit.ceilings import oracle_ceiling, success_by_type, trivial_ceiling
 from harness.audit.determinism import check_determinism
+from harness.audit.forgery import forgery_by_task
 from harness.audit.learnability import headroom_by_type, learnability
 from harness.audit.probes import Probe, exploit_probes, trivial_probes
 from harness.audit.records import write_audit
@@ -273,7 +275,8 @@ def audit_suite(config: AuditConfig) -> AuditResult:
         run_ids=(base_run, probe_run), notes=tuple(notes), rates=rates,
         ceiling=trivial_ceiling(rates, threshold=config.threshold), oracle_failures=failures,
         learnability=learnability(base, config.base_policy, config.k), headroom=headroom,
-        n_regraded=n_regraded, flaky=flaky, unbuilt=unbuilt)
+        n_regraded=n_regraded, flaky=flaky, unbuilt=unbuilt,
+        forgery=forgery_by_task(probe_frame, kinds))
     write_audit(config.db, result)
     log.info("audit %s stored in %s", audit_id, config.db)
     return result

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.audit.forgery import FORGERY_COLUMNS
 from harness.audit.result import UNBUILT_COLUMNS, AuditResult
 from harness.audit.tables import load_audit_rows, write_audit_row
 from harness.core import HarnessError
@@ -22,11 +23,14 @@ from harness.store import Store
 __all__ = ["RECORD_VERSION", "result_to_dict", "result_from_dict", "write_audit",
            "load_audits", "latest_audits"]
 
-RECORD_VERSION = 2
-"""2 adds the ``unbuilt`` table (tasks whose environment did not build); a version 1 record
-reads back with none."""
+RECORD_VERSION = 3
+"""2 adds the ``unbuilt`` table (tasks whose environment did not build), 3 the ``forgery``
+table (per task, whether a forgery probe changed the verdict); an older record reads back
+with none."""
 _TABLES = ("rates", "ceiling", "oracle_failures", "learnability", "headroom", "flaky",
-           "unbuilt")
+           "unbuilt", "forgery")
+_ADDED = {"unbuilt": UNBUILT_COLUMNS, "forgery": FORGERY_COLUMNS}
+"""Tables a version 1 or 2 record may lack, and their columns."""
 
 
 def _plain(value: Any) -> Any:
@@ -62,14 +66,15 @@ def result_to_dict(result: AuditResult) -> dict[str, Any]:
 
 def result_from_dict(data: dict[str, Any]) -> AuditResult:
     """The `AuditResult` stored as `data` (as `result_to_dict` wrote it)."""
-    if data.get("version") not in (1, RECORD_VERSION):
+    if data.get("version") not in (1, 2, RECORD_VERSION):
         raise HarnessError(f"audit record version {data.get('version')!r} is not "
                            f"{RECORD_VERSION}; rerun `harness audit`")
-    empty = {"columns": UNBUILT_COLUMNS, "rows": []}
-    tables = {name: _table_from_dict(data.get(name, empty) if name == "unbuilt" else data[name])
+    tables = {name: _table_from_dict(data[name] if name in data or name not in _ADDED
+                                     else {"columns": _ADDED[name], "rows": []})
               for name in _TABLES}
     for name in ("flagged", "significant"):
         tables["ceiling"][name] = tables["ceiling"][name].astype(bool)
+    tables["forgery"]["forgeable"] = tables["forgery"]["forgeable"].astype(bool)
     return AuditResult(audit_id=data["audit_id"], suite=data["suite"], split=data["split"],
                        config=data["config"], run_ids=tuple(data["run_ids"]),
                        notes=tuple(data["notes"]), n_regraded=int(data["n_regraded"]), **tables)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from harness.audit.ceilings import ALL
 from harness.audit.determinism import FLAKY_COLUMNS
+from harness.audit.forgery import FORGERY_COLUMNS
 
 __all__ = ["AuditResult", "UNBUILT_COLUMNS"]
 
@@ -26,7 +27,9 @@ class AuditResult:
     oracle_failures: `ceilings.oracle_ceiling` failures, among the tasks whose environment
     built. learnability, headroom: per task type (`learnability`). flaky:
     `determinism.FLAKY_COLUMNS`. unbuilt: the tasks whose environment did not build
-    (`UNBUILT_COLUMNS`), left out of every other table: not oracle failures.
+    (`UNBUILT_COLUMNS`), left out of every other table: not oracle failures. forgery: per
+    task the forgery probes played, whether one changed the verdict
+    (`forgery.FORGERY_COLUMNS`; no rows when the suite declares none).
     """
 
     audit_id: str
@@ -44,12 +47,15 @@ class AuditResult:
     flaky: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FLAKY_COLUMNS))
     unbuilt: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=UNBUILT_COLUMNS))
+    forgery: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=FORGERY_COLUMNS))
 
     @property
     def summary(self) -> dict[str, Any]:
         """Headline numbers: oracle success, trivial ceiling, flagged task types, zero-gradient
         share, headroom, flaky trajectories, best exploit (None where not measured), tasks
-        whose environment did not build."""
+        whose environment did not build, tasks the forgery probes played and those whose
+        verdict they changed (None where the suite declares no forgery probe)."""
         def overall(table: pd.DataFrame, column: str) -> float | None:
             row = table[table["task_type"] == ALL]
             return None if row.empty else float(row[column].iloc[0])
@@ -70,4 +76,7 @@ class AuditResult:
             "n_regraded": self.n_regraded, "n_flaky": len(self.flaky),
             "exploit_max": None if exploits.empty else float(exploits["success"].max()),
             "unbuilt_tasks": len(self.unbuilt),
+            "forgery_tasks": len(self.forgery) if len(self.forgery) else None,
+            "forgeable_tasks": (int(self.forgery["forgeable"].astype(bool).sum())
+                                if len(self.forgery) else None),
         }

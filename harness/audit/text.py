@@ -59,8 +59,22 @@ def summary_lines(result: AuditResult) -> list[str]:
     for row in exploits.itertuples():
         lines.append(f"  exploit          {row.probe}: {_pct(row.success)} (ceiling "
                      f"{_pct(s['ceiling'])})")
+    lines += _forgery_lines(result)
     lines += [f"  note: {note}" for note in result.notes]
     return lines
+
+
+def _forgery_lines(result: AuditResult) -> list[str]:
+    """How many tasks the forgery probes forged, and which (none when not declared)."""
+    forgery = result.forgery
+    if forgery.empty:
+        return []
+    forged = forgery[forgery["forgeable"].astype(bool)]
+    line = (f"  forgery          {len(forged)} of {len(forgery)} tasks forgeable (a forgery "
+            "probe changed the verdict)")
+    if len(forged):
+        line += ": " + ", ".join(f"{r.task_id} ({r.probes})" for r in forged.itertuples())
+    return [line]
 
 
 def _task_lists(result: AuditResult) -> list[str]:

@@ -1,6 +1,6 @@
 """`harness bench ray`: episodes per second of the local executor and of Ray with 1 and 2
 worker processes, on the same episodes in the same run, on a suite whose step is costly
-(``terminal-lite@1``'s oracle: every command runs in the bubblewrap sandbox), both as one
+(``terminal-lite@2``'s oracle: every command runs in the bubblewrap sandbox), both as one
 Ray task per episode and in environment-worker actors (``--env-workers``).
 
 Scaling model. With ``t`` the seconds one episode takes on the local executor (one at a
@@ -28,7 +28,7 @@ from harness.store import Store
 
 __all__ = ["RayBench", "bench_ray", "ray_report"]
 
-BENCH_SUITE = "terminal-lite@1"
+BENCH_SUITE = "terminal-lite@2"
 BENCH_POLICY = "oracle"
 
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 
 import numpy as np
 import pandas as pd
 
 from harness.audit.ceilings import GENERATED_NOTE, generated_records
-from harness.core import HarnessError, make_rng
+from harness.core import HarnessError, escape_controls, last_line, make_rng
 from harness.report.ranking import rank_policies
 from harness.stats.arrays import outcome_tensor
 from harness.stats.bootstrap import hierarchical_bootstrap_batch
@@ -98,6 +99,63 @@ def comparability_notes(db: str | os.PathLike, *, run_id: str | None = None,
         frame = store.episode_notes(NOTE_KEY, run_id=run_id, suite=suite)
     return [f"† {row.suite} / {row.policy}: {row.n} episodes not comparable: {row.note}"
             for row in frame.itertuples()]
+
+
+FLAGGED_KEY = "flagged_resolve"
+"""The step-info key in which an env marks a resolved episode whose prediction its grader's
+tamper check flagged (``tasks.swebench.env.FLAGGED_RESOLVE``); the value names the flags."""
+
+
+def flagged_resolve_notes(db: str | os.PathLike, *, run_id: str | None = None,
+                          suite: str | None = None) -> list[str]:
+    """One line per (suite, policy, flag kinds) counting resolved episodes whose prediction
+    the tamper check flagged (they stay in the success rate; the count says how many of its
+    successes to look at): ``"⚑ swe-lite@2 / openai:m: 2 resolved episodes flagged by the
+    tamper check: pytest-config"``."""
+    from harness.store import Store
+
+    with Store(db, readonly=True) as store:
+        frame = store.episode_notes(FLAGGED_KEY, run_id=run_id, suite=suite)
+    return [f"⚑ {row.suite} / {row.policy}: {row.n} resolved episodes flagged by the tamper "
+            f"check: {row.note}" for row in frame.itertuples()]
+
+
+ERROR_REASONS = 3
+"""Most reasons listed per (suite, policy) under a leaderboard; the rest are counted."""
+REASON_CHARS = 200
+"""Longest reason shown (an error's last line, cut)."""
+
+
+def error_notes(episodes: pd.DataFrame, *, reasons: int = ERROR_REASONS) -> list[str]:
+    """One line per (suite, policy) with errored or timed-out episodes, to print under the
+    table (they count as failures in its success rate): how many, and the `reasons` most
+    frequent reasons (status and the error's last line) with their counts, e.g.
+    ``"! swe-lite@2 / oracle: 1 of 5 episodes errored (counted as failures): timeout: episode
+    exceeded 600.0s (1)"``. `episodes` is the frame of `harness.store.load_episodes`."""
+    failed = episodes[episodes["status"] != "ok"]
+    if failed.empty:
+        return []
+    totals = episodes.groupby(["suite", "policy"]).size()
+    lines = []
+    for (suite, policy), group in failed.groupby(["suite", "policy"], sort=True):
+        why = [f"{status}: {_reason(error)}" for status, error in zip(group["status"],
+                                                                      group["error"])]
+        counts = sorted(Counter(why).items(), key=lambda item: (-item[1], item[0]))
+        shown = [f"{reason} ({count})" for reason, count in counts[:reasons]]
+        if len(counts) > reasons:
+            shown.append(f"{sum(count for _, count in counts[reasons:])} more with "
+                         f"{len(counts) - reasons} other reasons")
+        lines.append(f"! {suite} / {policy}: {len(group)} of {totals[(suite, policy)]} episodes "
+                     f"errored (counted as failures): {'; '.join(shown)}")
+    return lines
+
+
+def _reason(error: object) -> str:
+    """An error's last line (what happened), its control characters escaped, cut short."""
+    line = escape_controls(last_line(error if isinstance(error, str) else None).strip())
+    if not line:
+        return "no reason stored"
+    return line if len(line) <= REASON_CHARS else line[:REASON_CHARS - 1] + "…"
 
 
 def leaderboard_markdown(table: pd.DataFrame) -> str:

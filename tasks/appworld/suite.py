@@ -22,6 +22,7 @@ import numpy as np
 from tasks.appworld.templates import SCOPE_TEMPLATES, TEMPLATES, Instance, Template
 from tasks.appworld.world import build_world
 from tasks.base import Comparability, SuiteBase, TaskSpec
+from tasks.sandbox_forgery import FORGERY_KINDS, FORGERY_PREFIX, python_code
 
 TASKS_PER_TEMPLATE = 10
 SPLIT_OF_INDEX = ("train",) * 6 + ("dev",) * 2 + ("test",) * 2
@@ -62,6 +63,14 @@ EXPLOITS = {
 """Reward-hacking attempts the audit plays (each must score 0): look for the world's database
 (it is not in the sandbox), and wreck the world before completing (collateral damage)."""
 
+FORGERIES = {f"{FORGERY_PREFIX}{kind}": f"```python\n{python_code(kind)}"
+                                        "apis.supervisor.complete_task()\n```"
+             for kind in FORGERY_KINDS}
+"""Forgery probes (`tasks.sandbox_forgery`, each must score 0): plant code that writes a reward
+file, kills a verifier or prints a forged pytest summary wherever the sandbox runs Python or
+programs later, fire it at once, then complete the task without doing it (grading is the
+database diff on the host, which nothing in the sandbox reaches)."""
+
 
 class AppWorldLiteSuite(SuiteBase):
     """Nine templates (three per difficulty level) x ten seeded worlds each."""
@@ -73,8 +82,8 @@ class AppWorldLiteSuite(SuiteBase):
                    "database diff: expected changes, no collateral changes) on five small "
                    "project-written apps; difficulty levels 1-3")
     trivial_actions = {"complete": "```python\napis.supervisor.complete_task()\n```",
-                       **EXPLOITS}
-    exploit_policies = {name: f"noop:{name}" for name in EXPLOITS}
+                       **EXPLOITS, **FORGERIES}
+    exploit_policies = {name: f"noop:{name}" for name in (*EXPLOITS, *FORGERIES)}
     blocking = True
     comparability = COMPARABILITY
 

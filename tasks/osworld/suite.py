@@ -16,6 +16,7 @@ import hashlib
 
 from harness.core import HarnessError, MissingDependencyError
 from tasks.base import Answerability, Comparability, SuiteBase, TaskSpec
+from tasks.sandbox_forgery import FORGERY_KINDS, FORGERY_PREFIX, shell_command
 from tasks.osworld.capability import Capability, classify
 from tasks.osworld.loader import OSWorldTask, load_tasks
 from tasks.osworld.official import official_available
@@ -44,6 +45,12 @@ EXPLOITS = {
 """Reward-hacking attempt the audit plays (must score 0): look for the task's evaluator and
 expected values on the machine (they never enter the sandbox)."""
 
+FORGERIES = {f"{FORGERY_PREFIX}{kind}": f"```bash\n{shell_command(kind, now=True)}\n```"
+             for kind in FORGERY_KINDS}
+"""Forgery probes (`tasks.sandbox_forgery`, each must score 0): plant code that writes a reward
+file, kills a verifier or prints a forged pytest summary wherever the machine runs Python or
+programs later (the evaluator's getters run commands as the user), and fire it at once."""
+
 
 class SandboxUnavailableError(HarnessError):
     """The headless backend cannot run here (no sandbox)."""
@@ -55,8 +62,8 @@ class OSWorldFilesSuite(SuiteBase):
     name = "osworld-files"
     version = 1
     description = DESCRIPTION
-    trivial_actions = {"done": "DONE", "infeasible": "FAIL", **EXPLOITS}
-    exploit_policies = {name: f"noop:{name}" for name in EXPLOITS}
+    trivial_actions = {"done": "DONE", "infeasible": "FAIL", **EXPLOITS, **FORGERIES}
+    exploit_policies = {name: f"noop:{name}" for name in (*EXPLOITS, *FORGERIES)}
     blocking = True
     comparability = COMPARABILITY
 

@@ -1,4 +1,4 @@
-"""SWE-bench: the official instances (Verified, Lite, dev) and the bundled ``swe-lite@1``,
+"""SWE-bench: the official instances (Verified, Lite, dev) and the bundled ``swe-lite@2``,
 graded with the official `swebench` package (specs, log parsers, resolution rule).
 
 Modules: `data` (the tables, through `datasets`), `grading` (eval script, parser, verdict,

@@ -13,8 +13,10 @@ An action is one JSON object naming a tool (a bare ``submit`` is accepted too):
   optional, and any tool call may carry ``"submit": true`` to submit right after it.
 
 The prediction is the ``git diff`` of the work tree against ``base_commit`` (new files
-included), graded by the backend in a fresh sandbox; reward 1 iff resolved. Command output
-has its control characters escaped (`escape_controls`); observations are cut to
+included), graded by the backend in a fresh sandbox; reward 1 iff resolved (the final info
+carries the verdict's ``status``, its ``reason`` where the harness overrode the official rule,
+and the tamper check's ``tamper_flags`` where it flagged anything).
+Command output has its control characters escaped (`escape_controls`); observations are cut to
 `observation_chars` (head and tail kept, the cut stated); the episode is truncated at
 `max_steps`, and a truncated episode is graded on its work tree as it stands (SWE-agent's
 auto-submission). `snapshot()`/`restore()` copy the sandbox's writable layer; the lifecycle
@@ -27,12 +29,20 @@ import json
 import shlex
 from typing import Any
 
+from harness.core import HarnessError
 from tasks.base import StepResult
 from tasks.sandbox import Sandbox
 from tasks.sandboxed_env import SandboxedEnv
 from tasks.swebench.data import Instance
 
-__all__ = ["SweEnv", "TOOLS_HELP", "truncate"]
+__all__ = ["SweEnv", "TOOLS_HELP", "truncate", "FLAGGED_RESOLVE"]
+
+DIFF_TIMEOUT_S = 120.0
+"""Limit of the harness's own ``git diff`` of the work tree at the end of an episode."""
+FLAGGED_RESOLVE = "flagged_resolve"
+"""The final step's info key of a resolved episode whose prediction the tamper check flagged
+(`tasks.swebench.tamper`); its value names the kinds of flag. ``info["tamper_flags"]`` lists
+the flags of every graded episode that has any."""
 
 TOOLS_HELP = (
     "You are fixing an issue in the repository at /testbed (the current directory). Act with "
@@ -183,11 +193,17 @@ class SweEnv(SandboxedEnv):
 
     # ---- the end --------------------------------------------------------------------------
     def diff(self) -> str:
-        """The work tree's changes against ``base_commit`` (new files included)."""
+        """The work tree's changes against ``base_commit`` (new files included). This is the
+        harness's own command: running past its limit (a loaded machine) raises, so the
+        episode is an error with its reason, never an empty prediction graded as a failure."""
         sandbox = self._require()
         result = sandbox.run(
             f"git add -A >/dev/null 2>&1; git -c core.fileMode=false diff --cached "
-            f"{self.instance.base_commit} > /tmp/final.diff", cwd="/testbed", timeout_s=120)
+            f"{self.instance.base_commit} > /tmp/final.diff", cwd="/testbed",
+            timeout_s=DIFF_TIMEOUT_S)
+        if result.timed_out:
+            raise HarnessError(f"{self.instance.instance_id}: the prediction's `git diff` ran "
+                               f"past {DIFF_TIMEOUT_S:.0f} s")
         if result.exit_code != 0:
             return ""
         return sandbox.read_file("/tmp/final.diff").decode(errors="replace")
@@ -200,6 +216,12 @@ class SweEnv(SandboxedEnv):
         info = self._info(invalid=invalid, won=verdict.resolved, score=float(verdict.resolved),
                           status=verdict.status, patch=patch, dropped=list(result.dropped),
                           failed_tests=verdict.failed_tests()[:20])
+        if verdict.reason:
+            info["reason"] = verdict.reason
+        if result.flags:
+            info["tamper_flags"] = list(result.flags)
+        if verdict.resolved and result.flags:  # counted apart by `harness leaderboard`
+            info[FLAGGED_RESOLVE] = ", ".join(sorted({f.split(":")[0] for f in result.flags}))
         text = truncate(observation, self.observation_chars)
         return StepResult(f"{text}\nsubmitted; {verdict.status}", float(verdict.resolved),
                           terminated, truncated, info)

@@ -14,7 +14,13 @@ cross-check test compares its verdicts with ``get_eval_report`` on recorded logs
 Before the agent's patch is applied, `sanitize_patch` drops its changes to test
 infrastructure (``conftest.py``, pytest/tox configuration, ``sitecustomize``/``.pth`` hooks,
 and test files): the official harness resets only the files the test patch touches, so a
-conftest that rewrites reports would otherwise pass every test.
+conftest that rewrites reports would otherwise pass every test; `tasks.swebench.tamper` then
+drops its pytest-configuration hunks and flags what it cannot drop.
+
+The verdict departs from the official rule in one direction only (issue 39): a log whose test
+section shows signs of a report added by the code under test (`forged_results`) is not
+resolved, with the reason in `Verdict.reason`; the local backend reads the log from its own
+pipe and fails runs killed by a signal (`tasks.swebench.local`).
 """
 
 from __future__ import annotations
@@ -27,8 +33,8 @@ from typing import Any
 from harness.core import MissingDependencyError
 from tasks.swebench.data import Instance
 
-__all__ = ["Verdict", "official", "parser_for", "grade_log", "eval_script",
-           "sanitize_patch", "patch_files", "APPLY_COMMANDS", "official_report"]
+__all__ = ["Verdict", "official", "parser_for", "grade_log", "forged_results", "eval_script",
+           "sanitize_patch", "patch_files", "APPLY_COMMANDS", "official_report", "with_test_status"]
 
 HEREDOC = "EOF_114329324912"  # the official harness's delimiter (test_spec/python.py)
 APPLY_COMMANDS = ("git apply --verbose", "git apply --verbose --reject",
@@ -78,7 +84,8 @@ class Verdict:
     `status`: ``RESOLVED_FULL`` / ``RESOLVED_PARTIAL`` / ``RESOLVED_NO``; `applied`: the log
     shows the patches applied and the tests ran (``get_logs_eval``'s flag); `tests`: the
     official report (``FAIL_TO_PASS``/``PASS_TO_PASS`` -> ``success``/``failure`` lists);
-    `status_map`: test id -> PASSED/FAILED/SKIPPED/ERROR/XFAIL as the parser read it.
+    `status_map`: test id -> PASSED/FAILED/SKIPPED/ERROR/XFAIL as the parser read it;
+    `reason`: set when the harness overrides the official rule (a forged or killed run).
     """
 
     resolved: bool
@@ -86,6 +93,8 @@ class Verdict:
     applied: bool
     tests: Mapping[str, Mapping[str, Sequence[str]]] = field(default_factory=dict)
     status_map: Mapping[str, str] = field(default_factory=dict)
+    reason: str = ""
+    """Why a log whose tests the official rule passes is not resolved (`forged_results`)."""
 
     def failed_tests(self) -> list[str]:
         return [t for kind in ("FAIL_TO_PASS", "PASS_TO_PASS")
@@ -107,8 +116,56 @@ def _status_map(log: str, instance: Instance) -> tuple[dict[str, str], bool]:
     return status_map, True
 
 
+_PYTEST_FINAL = re.compile(r"^=+ (?P<counts>.*?) in [\d.]+ ?s(?:econds)?(?: \([^)]*\))? =+$")
+_PYTEST_PARSERS = ("parse_log_pytest", "parse_log_pytest_options", "parse_log_pytest_v2")
+
+
+def forged_results(log: str, instance: Instance) -> str:
+    """Why the test section of `log` cannot be pytest's own report ("" when nothing says so).
+
+    The graded code runs inside the test process, so it can print to the log the harness
+    reads. For logs read by the official pytest parsers, three signs give an added report
+    away: an outcome of one of the instance's tests after pytest's last closing ``=== N
+    passed in Xs ===`` line; one of its tests reported both FAILED and PASSED, or PASSED after
+    ERROR (pytest's ``-rA`` lists passes before errors: a teardown error is PASSED then
+    ERROR); more tests PASSED than the closing lines count. Inner pytest sessions that a
+    test prints (``pytester`` output in the PASSES section) come before the last closing line
+    and name other tests. A forgery that replaces pytest's whole report shows none of these
+    signs (`tasks.swebench.tamper` says what is flagged instead)."""
+    c = official().constants
+    if not (c.START_TEST_OUTPUT in log and c.END_TEST_OUTPUT in log):
+        return ""
+    parser = parser_for(instance)
+    if parser.__name__ not in _PYTEST_PARSERS:
+        return ""
+    spec, graded = _test_spec(instance), {*instance.fail_to_pass, *instance.pass_to_pass}
+    lines = log.split(c.START_TEST_OUTPUT)[1].split(c.END_TEST_OUTPUT)[0].split("\n")
+    outcomes: list[tuple[int, str, str]] = []  # (line index, test, status)
+    closing, counted = -1, 0
+    for index, line in enumerate(lines):
+        final = _PYTEST_FINAL.match(line.strip())
+        if final:
+            closing = index
+            counted += sum(int(n) for n in re.findall(r"(\d+) passed", final.group("counts")))
+            continue
+        outcomes += [(index, test, status) for test, status in parser(line, spec).items()]
+    late = [test for index, test, _ in outcomes if index > closing >= 0 and test in graded]
+    if late:
+        return f"test outcome printed after pytest's closing line: {late[0]}"
+    for test in sorted(graded):
+        statuses = [status for _, name, status in outcomes if name == test]
+        if "PASSED" in statuses and ("FAILED" in statuses or "ERROR" in statuses[
+                :len(statuses) - 1 - statuses[::-1].index("PASSED")]):
+            return f"{test} reported {' then '.join(statuses)}"
+    passed = {test for _, test, status in outcomes if status == "PASSED"}
+    if closing >= 0 and len(passed) > counted:
+        return f"{len(passed)} tests reported PASSED but pytest's closing lines count {counted}"
+    return ""
+
+
 def grade_log(log: str, instance: Instance) -> Verdict:
-    """The official verdict for the test log `log` of `instance` (module docstring)."""
+    """The official verdict for the test log `log` of `instance` (module docstring); a log
+    with signs of a forged report (`forged_results`) is not resolved, with that reason."""
     o = official()
     status_map, applied = _status_map(log, instance)
     if not applied:
@@ -120,10 +177,13 @@ def grade_log(log: str, instance: Instance) -> Verdict:
                  else o.constants.EvalType.PASS_AND_FAIL)
     report = o.grading.get_eval_tests_report(status_map, reference, eval_type=eval_type)
     status = o.grading.get_resolution_status(report)
+    forged = forged_results(log, instance)
+    if forged:
+        status = o.constants.ResolvedStatus.NO.value
     return Verdict(status == o.constants.ResolvedStatus.FULL.value, status, True,
                    {k: {"success": list(v["success"]), "failure": list(v["failure"])}
                     for k, v in report.items() if k in ("FAIL_TO_PASS", "PASS_TO_PASS")},
-                   status_map)
+                   status_map, forged)
 
 
 def official_report(instance: Instance, log_path: str, patch: str | None) -> dict[str, Any]:
@@ -179,6 +239,21 @@ def eval_script(instance: Instance, test_cmd: str, install: str = "",
     return "\n".join(lines) + "\n"
 
 
+STATUS_VARIABLE = "harness_test_status"
+
+
+def with_test_status(script: str) -> str:
+    """`script` made to exit with its test command's status (the command just before the
+    ``>>>>> End Test Output`` marker), so the harness reads how the tests ended from the
+    sandbox's exit status, a channel the tests cannot print to; unchanged without a marker."""
+    end = f": '{official().constants.END_TEST_OUTPUT}'"
+    lines = script.rstrip("\n").split("\n")
+    if end not in lines:
+        return script
+    lines.insert(lines.index(end), f"{STATUS_VARIABLE}=$?")
+    return "\n".join([*lines, f'exit "${STATUS_VARIABLE}"']) + "\n"
+
+
 def apply_script(patch_path: str) -> str:
     """Apply the prediction as the official harness does: each of `APPLY_COMMANDS` in turn,
     logging ``>>>>> Applied Patch`` or ``>>>>> Patch Apply Failed``."""
@@ -193,7 +268,7 @@ def apply_script(patch_path: str) -> str:
 # Patch hygiene
 
 _PROTECTED = re.compile(
-    r"(^|/)(conftest\.py|pytest\.ini|tox\.ini|sitecustomize\.py|usercustomize\.py|"
+    r"(^|/)(conftest\.py|\.?pytest\.(ini|toml)|tox\.ini|sitecustomize\.py|usercustomize\.py|"
     r"[^/]*\.pth|\.pytest_cache/.*)$"
     r"|(^|/)(tests?|testing)/"
     r"|(^|/)test_[^/]*\.py$|(^|/)[^/]*_tests?\.py$")

@@ -1,10 +1,10 @@
 """The SWE-bench suites.
 
-- ``swebench-verified@1``: SWE-bench Verified (500, split ``test``);
-- ``swebench-lite@1``: SWE-bench Lite (300 ``test``, 23 ``dev``);
-- ``swebench-dev@1``: SWE-bench's dev set (225, split ``dev``; pvlib, pydicom, sqlfluff,
+- ``swebench-verified@2``: SWE-bench Verified (500, split ``test``);
+- ``swebench-lite@2``: SWE-bench Lite (300 ``test``, 23 ``dev``);
+- ``swebench-dev@2``: SWE-bench's dev set (225, split ``dev``; pvlib, pydicom, sqlfluff,
   astroid, pyvista, marshmallow), for training and tuning;
-- ``swe-lite@1``: the bundled instances (`tasks.swebench.lite`): per library, bugs 1-2
+- ``swe-lite@2``: the bundled instances (`tasks.swebench.lite`): per library, bugs 1-2
   ``train``, bug 3 ``dev``, the rest ``test``.
 
 The three real suites are registered when ``$SWEBENCH_REPOS`` names a mirror directory.
@@ -24,6 +24,7 @@ from typing import Any
 from tasks.base import Comparability, SuiteBase, TaskSpec
 from tasks.swebench.data import Instance, load_table
 from tasks.swebench.env import TOOLS_HELP, SweEnv
+from tasks.swebench.forgery import FORGERIES
 
 __all__ = ["SweBenchSuite", "VerifiedSuite", "LiteSuite", "DevSuite", "SweLiteSuite",
            "EXPLOITS"]
@@ -44,7 +45,8 @@ EXPLOITS = {
                      'report.outcome = \\"passed\\"\\n    report.longrepr = None\\n", '
                      '"submit": true}',
 }
-"""Reward hacks every SWE-bench suite must score 0 on (the audit plays them as exploits)."""
+"""Reward hacks every SWE-bench suite must score 0 on (the audit plays them as exploits, with
+the verdict forgeries of `tasks.swebench.forgery.FORGERIES`)."""
 
 REAL = Comparability(
     engine="rebuilt", tasks="upstream", grader="upstream", protocol="rebuilt", data="upstream",
@@ -57,8 +59,8 @@ REAL = Comparability(
 class SweBenchSuite(SuiteBase):
     """SWE-bench instances as episodes on the local backend."""
 
-    trivial_actions = {"submit-empty": SUBMIT, **EXPLOITS}
-    exploit_policies = {name: f"noop:{name}" for name in EXPLOITS}
+    trivial_actions = {"submit-empty": SUBMIT, **EXPLOITS, **FORGERIES}
+    exploit_policies = {name: f"noop:{name}" for name in {**EXPLOITS, **FORGERIES}}
     blocking = True
     instructions = TOOLS_HELP
     multiline_actions = True
@@ -105,25 +107,25 @@ class SweBenchSuite(SuiteBase):
 
 
 class VerifiedSuite(SweBenchSuite):
-    name, version = "swebench-verified", 1
+    name, version = "swebench-verified", 2
     description = "SWE-bench Verified (500 human-validated instances), local sandbox backend"
     tables = (("verified-test", "test"),)
 
 
 class LiteSuite(SweBenchSuite):
-    name, version = "swebench-lite", 1
+    name, version = "swebench-lite", 2
     description = "SWE-bench Lite (300 test, 23 dev), local sandbox backend"
     tables = (("lite-test", "test"), ("lite-dev", "dev"))
 
 
 class DevSuite(SweBenchSuite):
-    name, version = "swebench-dev", 1
+    name, version = "swebench-dev", 2
     description = "SWE-bench dev set (225 instances, 6 repositories) for training and tuning"
     tables = (("full-dev", "dev"),)
 
 
 class SweLiteSuite(SweBenchSuite):
-    name, version = "swe-lite", 1
+    name, version = "swe-lite", 2
     description = ("bundled SWE-bench-style instances: injected bugs in the project's own "
                    "small libraries, official schema and grading")
     tables = (("swe-lite", "by-number"),)

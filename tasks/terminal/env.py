@@ -18,7 +18,11 @@ TB1 runs its ``run-tests.sh`` (the task's, else the dataset's ``defaults/run-tes
 the ``test_scripts`` the task lists copied beside the tests, ``TEST_DIR=/tests``) from the
 working directory and passes iff pytest's ``-rA`` summary lists passed tests and no failed or
 erroring one (upstream's pytest parser); a TB1 task without a ``run-tests.sh`` runs pytest on
-``tests/test_*.py``. Verifier scripts see
+``tests/test_*.py``. In every format a verifier command that ran out of time, was killed or
+exited by a signal (no exit status, or one of 128 and above, as bash reports a child killed by
+a signal) gives reward 0 with that reason, whatever its reward file or output says: code the
+verifier runs cannot write the reward and then stop the script before it writes its own.
+Verifier scripts see
 offline stand-ins for ``apt-get``, ``curl`` (the uv installer) and ``uv``/``uvx`` (Debian's
 pytest), see ``tasks/terminal/shims``.
 
@@ -47,7 +51,7 @@ from tasks.terminal.environment import SHIMS, TaskEnvironment, trust_host_cas
 from tasks.terminal.harbor import harbor_reward
 from tasks.terminal.taskdir import TerminalTask
 
-__all__ = ["SUBMIT", "TerminalEnv"]
+__all__ = ["SUBMIT", "TerminalEnv", "abnormal_end"]
 
 SUBMIT = "submit"
 _NETWORK = {"none": "no network", "registries": "network: package registries only"}
@@ -210,8 +214,8 @@ class TerminalEnv(SandboxedEnv):
         if self.task.format == "tb2":
             result = box.run("bash /tests/test.sh", user="root", cwd=self.task.workdir,
                              env=env, timeout_s=timeout)
-            if result.timed_out:
-                return 0.0, "timeout"
+            if (stopped := abnormal_end(result)) is not None:
+                return 0.0, stopped
             return harbor_reward(*(self._verifier_file(box, f"/logs/verifier/reward.{kind}")
                                    for kind in ("json", "txt")))
         run_tests = self.task.extras.get("run_tests")
@@ -221,15 +225,15 @@ class TerminalEnv(SandboxedEnv):
             box.copy_in(run_tests, "/tests/run-tests.sh")
             result = box.run("bash /tests/run-tests.sh", user="root", cwd=self.task.workdir,
                              env=env, timeout_s=timeout)
-            if result.timed_out:
-                return 0.0, "timeout"
+            if (stopped := abnormal_end(result)) is not None:
+                return 0.0, stopped
             return pytest_verdict(result.output)
         files = sorted(p.name for p in self.task.tests_dir.glob("test_*.py"))
         result = box.run("python3 -P -m pytest -p no:cacheprovider -rA "
                          + " ".join(f"/tests/{name}" for name in files), user="root",
                          cwd=self.task.workdir, env=env, timeout_s=timeout)
-        if result.timed_out:
-            return 0.0, "timeout"
+        if (stopped := abnormal_end(result)) is not None:
+            return 0.0, stopped
         passed = result.exit_code == 0 and " passed" in result.output
         return (1.0 if passed else 0.0), ("all tests passed" if passed else "tests failed")
 
@@ -258,6 +262,21 @@ class TerminalEnv(SandboxedEnv):
             info["egress"] = [{k: v for k, v in asdict(r).items() if k != "time"}
                               for r in records]
         return info
+
+
+def abnormal_end(result: CommandResult) -> str | None:
+    """Why a verifier command's verdict cannot stand (None when it exited normally): it ran
+    out of time, a sandbox bound or a signal killed it (no exit status), or its exit status is
+    128 or above (bash's report of a command killed by a signal, e.g. 137 for SIGKILL)."""
+    if result.timed_out:
+        return "timeout"
+    if result.killed_by:
+        return f"verifier killed by the {result.killed_by}"
+    if result.exit_code is None or result.exit_code < 0:
+        return "verifier killed"
+    if result.exit_code >= 128:
+        return f"verifier exited abnormally (status {result.exit_code}: killed by a signal)"
+    return None
 
 
 _SHORT_SUMMARY = re.compile(r"=+\s*short test summary info\s*=+", re.IGNORECASE)

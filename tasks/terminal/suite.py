@@ -1,4 +1,4 @@
-"""Terminal suites: ``terminal-lite@1`` (the project's own tasks) and ``terminal-bench@1``
+"""Terminal suites: ``terminal-lite@2`` (the project's own tasks) and ``terminal-bench@1``
 (official TB1/TB2 task directories from ``TERMINAL_BENCH_TASKS``)."""
 
 from __future__ import annotations
@@ -8,12 +8,14 @@ from pathlib import Path
 
 from harness.core import ConfigError
 from tasks.base import Comparability, SuiteBase, TaskSpec
+from tasks.sandbox_forgery import FORGERY_KINDS, FORGERY_PREFIX, shell_command
 from tasks.terminal.env import SUBMIT, TerminalEnv
 from tasks.sandbox import Limits
 from tasks.terminal.environment import BUILD_ENV, build_environment
 from tasks.terminal.taskdir import TerminalTask, load_tasks
 
-__all__ = ["EXPLOITS", "LITE_DIR", "TerminalBenchSuite", "TerminalLiteSuite", "TerminalSuite"]
+__all__ = ["EXPLOITS", "FORGERIES", "LITE_DIR", "TerminalBenchSuite", "TerminalLiteSuite",
+           "TerminalSuite"]
 
 LITE_DIR = Path(__file__).with_name("lite")
 
@@ -34,6 +36,15 @@ EXPLOITS = {
 """Reward-hacking attempts the audit plays (each must score 0): delete or edit the tests,
 write reward.txt, kill the verifier from a background process, shadow pytest in the workdir."""
 
+FORGERIES = {f"{FORGERY_PREFIX}{kind}": f"{shell_command(kind)}\n{SUBMIT}"
+             for kind in FORGERY_KINDS}
+"""Forgery probes (`tasks.sandbox_forgery`): plant code where the verifier runs it (the
+programs, scripts, Makefiles and git repositories of the workdir, Python's start-up files)
+that writes the reward file, kills the verifier or prints a forged pytest summary, then
+submit. On terminal-lite each scores 0 (the tests run agent code as the agent); on
+terminal-bench, whose root agent shares the machine with a verifier that runs pytest as root
+(upstream's design), the audit counts the tasks they forge."""
+
 INSTRUCTIONS = (
     "You operate a Linux terminal (bash on Debian, no network) to complete a task. Each turn, "
     "reply with exactly one shell command (it may span several lines); you then see its output "
@@ -45,8 +56,8 @@ INSTRUCTIONS = (
 class TerminalSuite(SuiteBase):
     """Terminal tasks loaded from task directories; `make_env` builds each environment once."""
 
-    trivial_actions = {"submit": SUBMIT, **EXPLOITS}
-    exploit_policies = {name: f"noop:{name}" for name in EXPLOITS}
+    trivial_actions = {"submit": SUBMIT, **EXPLOITS, **FORGERIES}
+    exploit_policies = {name: f"noop:{name}" for name in (*EXPLOITS, *FORGERIES)}
     blocking = True
     multiline_actions = True
     instructions = INSTRUCTIONS
@@ -88,7 +99,10 @@ class TerminalLiteSuite(TerminalSuite):
     """40+ small tasks the project wrote in the TB2 format (``tasks/terminal/lite``)."""
 
     name = "terminal-lite"
-    version = 1
+    version = 2
+    """2: the tests run agent-written code (programs, scripts, make, git) as the agent, never
+    as root, and take expected answers from pristine copies (version 1's verifier ran
+    ``main.py`` as root next to its reward file, and emptying count-words' input passed)."""
     description = ("the project's own terminal tasks in Terminal-Bench 2 format: files and text, "
                    "sysadmin, data, debugging, build, git, sqlite, permissions")
     comparability = Comparability(

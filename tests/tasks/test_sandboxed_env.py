@@ -31,10 +31,10 @@ GOLDEN = Path(__file__).parent / "golden" / "sandboxed_replays.json"
 SNAPSHOT, RESTORE = "<snapshot>", "<restore>"
 CONTROLS = "printf 'a\\033[31mred\\r\\x01\\x7f\\xc2\\x85 done'"
 REPLAYS: dict[str, tuple[str, str, list[str]]] = {
-    "terminal": ("terminal-lite@1", "count-words", [
+    "terminal": ("terminal-lite@2", "count-words", [
         "echo hi", CONTROLS, "fi fi (", "", SNAPSHOT, "cd /tmp && export Q=3", "pwd; echo $Q",
         RESTORE, "pwd; echo $Q", "false", "ls /nonexistent\nsubmit"]),
-    "swebench": ("swe-lite@1", "swe-lite__textkit-1", [
+    "swebench": ("swe-lite@2", "swe-lite__textkit-1", [
         json.dumps({"tool": "bash", "command": CONTROLS}), "nonsense",
         '{"tool": "view", "path": "."}', SNAPSHOT,
         '{"tool": "create", "path": "x.txt", "content": "hi"}',

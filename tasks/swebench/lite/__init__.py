@@ -1,4 +1,4 @@
-"""``swe-lite@1``: SWE-bench instances the project writes itself (SWE-smith style).
+"""``swe-lite@2``: SWE-bench instances the project writes itself (SWE-smith style).
 
 Small pure-Python libraries of our own live under ``libs/<name>/`` (the fixed code and its
 tests); each instance injects one bug. ``instances.jsonl`` holds the rows in the official
@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -81,17 +82,24 @@ def materialize(instance: Instance) -> Path:
     target = cache_root() / "lite" / instance.instance_id / instance.base_commit
     if (target / ".git" / "HEAD").exists():
         return target
-    staging = target.with_name(f".{instance.base_commit}.tmp")
-    if staging.exists():
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # a staging folder of its own: episodes in flight at once may build the same base
+    staging = Path(tempfile.mkdtemp(prefix=f".{instance.base_commit}.", dir=target.parent))
+    try:
         shutil.rmtree(staging)
-    staging.parent.mkdir(parents=True, exist_ok=True)
-    base_tree(instance, staging)
-    head = commit_tree(staging)
-    if head != instance.base_commit:
-        raise HarnessError(f"swe-lite {instance.instance_id}: base commit {head} differs from "
-                           f"the row's {instance.base_commit} (library and row out of sync; "
-                           "run python -m tasks.swebench.lite.build)")
-    staging.rename(target)
+        base_tree(instance, staging)
+        head = commit_tree(staging)
+        if head != instance.base_commit:
+            raise HarnessError(f"swe-lite {instance.instance_id}: base commit {head} differs "
+                               f"from the row's {instance.base_commit} (library and row out of "
+                               "sync; run python -m tasks.swebench.lite.build)")
+        try:
+            staging.rename(target)
+        except OSError:  # another one finished first
+            if not (target / ".git" / "HEAD").exists():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 

@@ -1,4 +1,4 @@
-"""The injected bugs of ``swe-lite@1`` (the source of ``instances.jsonl``; see ``build.py``).
+"""The injected bugs of ``swe-lite@2`` (the source of ``instances.jsonl``; see ``build.py``).
 
 Each entry: the library, the file, the `fixed` text (as in ``libs/``) and the `buggy` text that
 replaces it in the instance's base, the test file and the `test` appended to it by the test

@@ -1,6 +1,6 @@
 """The ``terminal@1`` scaffold: its parser (hand cases, hypothesis), its prompt (window, cuts,
 token budget), suites' default scaffolds, and `harness run` of an ``openai:`` policy against
-`harness serve`'s app on two ``terminal-lite@1`` tasks."""
+`harness serve`'s app on two ``terminal-lite@2`` tasks."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_truncate_output_keeps_head_and_tail_and_states_the_cut():
 
 def _context(history, observation, instructions="RULES"):
     task = TaskSpec("t", "test", "files")
-    return EpisodeContext("terminal-lite@1", task, {}, None, np.random.default_rng(0),
+    return EpisodeContext("terminal-lite@2", task, {}, None, np.random.default_rng(0),
                           observation, {}, list(history), len(history), instructions, True)
 
 
@@ -167,7 +167,7 @@ def test_terminal_is_registered_and_its_spec_round_trips():
 
 def test_suites_name_their_default_scaffold():
     url = "@http://127.0.0.1:9/v1?client=direct"
-    lite, lake = get_suite("terminal-lite@1"), get_suite("frozenlake@1")
+    lite, lake = get_suite("terminal-lite@2"), get_suite("frozenlake@1")
     free, pinned = make_policy(f"openai:m{url}"), make_policy(f"openai:m{url}&format=react")
     apply_suite_scaffolds([free, pinned], [lite])
     assert free.scaffold.spec.id == "terminal@1" and free.provenance["scaffold"]["id"] == \
@@ -218,12 +218,12 @@ def test_harness_run_openai_policy_on_terminal_lite(tmp_path):
                                                     stored_episodes, subprocess_env,
                                                     thread_server)
 
-    suite = get_suite("terminal-lite@1")
+    suite = get_suite("terminal-lite@2")
     engine, port, db = OracleEngine(suite), free_port(), tmp_path / "runs.db"
     policy = f"openai:oracle-script@http://127.0.0.1:{port}/v1?client=direct"
     with thread_server(create_app(engine), port):
         done = subprocess.run(harness_command(
-            "run", "--policy", policy, "--suite", "terminal-lite@1", "--tasks", "2",
+            "run", "--policy", policy, "--suite", "terminal-lite@2", "--tasks", "2",
             "--split", "test", "--db", str(db), "--concurrency", "2"),
             env=subprocess_env(), capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -271,7 +271,7 @@ def test_harness_run_hf_and_checkpoint_policies_on_terminal_lite(tmp_path, tiny_
     ckpt = f"checkpoint:{checkpoint}?max_tokens=16&threads=1"
     db = tmp_path / "runs.db"
     done = subprocess.run(harness_command(
-        "run", "--policy", f"{hf},{ckpt}", "--suite", "terminal-lite@1", "--tasks", "1",
+        "run", "--policy", f"{hf},{ckpt}", "--suite", "terminal-lite@2", "--tasks", "1",
         "--max-steps", "2", "--db", str(db)), env=subprocess_env(), capture_output=True,
         text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""``swe-lite@1`` in the sandbox through the same backend and grading as the real suites:
+"""``swe-lite@2`` in the sandbox through the same backend and grading as the real suites:
 every instance's FAIL_TO_PASS tests fail on the base and pass with the gold patch, its
 PASS_TO_PASS tests pass on both; the exploit probes score 0; the env passes `check_env`; and
 the verdicts equal the official ``get_eval_report`` on the recorded logs."""
@@ -50,6 +50,7 @@ def test_every_instance_gold_resolves_and_base_fails(backend, tmp_path):
         gold = backend.evaluate(instance, instance.patch)
         empty = backend.evaluate(instance, "")
         assert gold.verdict.resolved, (instance.instance_id, gold.verdict.failed_tests())
+        assert gold.flags == () and gold.verdict.reason == "", instance.instance_id  # issue 39
         assert _statuses(gold.verdict, instance.pass_to_pass) == {"PASSED"}
         assert not empty.verdict.resolved, instance.instance_id
         assert _statuses(empty.verdict, instance.fail_to_pass) <= {"FAILED", "ERROR"}

@@ -1,5 +1,7 @@
-"""terminal-lite@1: every task validated (tests fail before the solution, pass after), the
-Env contract, exploit attempts score 0, tree rollouts match straight episodes."""
+"""terminal-lite@2: every task validated (tests fail before the solution, pass after), the
+Env contract, exploit attempts score 0 (agent code the tests run cannot forge the verdict,
+expected answers never come from agent-owned inputs), tree rollouts match straight
+episodes."""
 
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ def test_the_suite_has_40_tasks_over_eight_categories_and_three_splits():
 
 
 def test_registered_with_splits_and_task_types(lite_suite):
-    assert get_suite("terminal-lite").id == "terminal-lite@1"
+    assert get_suite("terminal-lite").id == "terminal-lite@2"
     assert {s.split for s in lite_suite.tasks()} == {"train", "dev", "test"}
     assert len(lite_suite.task_types()) == 8
 
@@ -68,6 +70,44 @@ def test_reward_hacking_attempts_score_zero(lite_suite, exploit):
     result = env.step(EXPLOITS[exploit])
     env.close()
     assert result.terminated and result.reward == 0.0 and not result.info["won"]
+
+
+FORGING_MAIN = """cat > /app/main.py <<'PY'
+import os
+print("area 13")
+try:
+    open("/logs/verifier/reward.txt", "w").write("1")
+except OSError as exc:
+    print(exc)
+for pid in os.listdir("/proc"):
+    try:
+        if pid.isdigit() and b"test.sh" in open(f"/proc/{pid}/cmdline", "rb").read():
+            os.kill(int(pid), 9)
+    except OSError:
+        pass
+PY
+submit"""
+"""Issue 39's reproduction: a main.py that prints the wrong answer, writes 1 to the reward
+file and SIGKILLs ``bash /tests/test.sh`` when the test runs it (as root, in version 1: 1.0)."""
+
+
+def test_a_program_that_forges_the_reward_when_the_test_runs_it_scores_zero(lite_suite):
+    env = lite_suite.make_env("fix-python-import")
+    env.reset(seed=0)
+    result = env.step(FORGING_MAIN)
+    env.close()
+    # it ran as the agent: the reward file was not writable, the verifier script not killable,
+    # so the script ended normally and wrote its own verdict
+    assert result.reward == 0.0 and not result.info["won"]
+    assert result.info["verifier"] == "reward.txt"
+
+
+def test_count_words_with_an_emptied_input_fails(lite_suite):
+    env = lite_suite.make_env("count-words")
+    env.reset(seed=0)
+    result = env.step(": > /app/text.txt && : > /app/counts.txt\nsubmit")
+    env.close()
+    assert result.reward == 0.0 and not result.info["won"]
 
 
 def test_state_carries_over_and_invalid_commands_change_nothing(lite_suite):

@@ -1,4 +1,4 @@
-import subprocess
 def test_hash():
-    want = subprocess.run(["git", "-c", "safe.directory=*", "-C", "/app/repo", "log", "--format=%H", "--grep", "tweak 3"], capture_output=True, text=True).stdout.strip()
-    assert open("/app/culprit.txt").read().strip() == want and len(want) == 40
+    # the commit that added DEBUG = True: the history is built with fixed dates, so its hash is
+    # known here and never read from the agent's repository
+    assert open("/app/culprit.txt").read().strip() == "8891cc6191a32937a16f7f7d4c57f6fb50087ebf"
