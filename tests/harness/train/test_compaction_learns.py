@@ -19,10 +19,11 @@ seeds 0 and 1 a positive gain whose task-clustered bootstrap 95% interval lies a
 compaction events in every update and in both evaluations.
 
 Each training seed is its own test (both run at once on two workers) from one start built
-once per session (`tests.shared_builds`). Measured again on 2026-12-08 (2 loaded cores, load
-8-14, the same machine type): seed 0 +9.0 points [+4.5, +13.5] (start 7.0%, final 16.0%),
-seed 1 +13.5 [+8.0, +19.0] (7.0% to 20.5%); power of each verdict at that effect (normal
-approximation, half-width / 1.96 as standard error, two-sided 5%): 97.5% and 99.8%.
+once per session (`tests.shared_builds`). Measured again on 2026-12-08 on 2 loaded cores of
+an AMD EPYC with AVX-512 (load 8-14; another machine type than below, hence other numbers):
+seed 0 +9.0 points [+4.5, +13.5] (start 7.0%, final 16.0%), seed 1 +13.5 [+8.0, +19.0] (7.0%
+to 20.5%); power of each verdict at that effect (normal approximation, half-width / 1.96 as
+standard error, two-sided 5%): 97.5% and 99.8%.
 
 Measured before (2 cores of an Intel Xeon with AVX-512, 2026-12-07; 733 s in all): training seed 0
 +22.5 points [+16.5, +28.5] (start 3.0%, final 25.5%; 717 compactions an update), seed 1

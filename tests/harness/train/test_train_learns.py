@@ -5,7 +5,7 @@ by the statistics layer's paired test on held-out maps.
 Three slow tests (CI runs them), seeds pinned, sized for 2 CPU cores, sharing what they
 start from: the SFT run and the start's evaluations are built once per test session whatever
 the number of workers (`tests.shared_builds`), so GRPO and GiGPO train on both workers at once
-(measured on a loaded 2-core Intel Xeon, load 8-14, 2026-12-08: SFT and the start's
+(measured on a loaded 2-core AMD EPYC with AVX-512, load 8-14, 2026-12-08: SFT and the start's
 evaluations 520 s, GRPO's two seeds 452 s, GiGPO 131 s, SFT's check 6 s; before the split one
 test ran all of it in turn, 1,591 s under load). The model: a ~1.1M-parameter Qwen2
 (hidden 128, 4 layers, 8 heads) from random init, byte-level vocabulary (token id = byte
