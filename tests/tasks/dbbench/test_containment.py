@@ -17,15 +17,11 @@ import pytest
 
 from tasks.dbbench.containment import INSIDE, PLUGIN_DIR
 from tasks.dbbench.env import execute_action
-from tasks.dbbench.server import DBBenchServerError, _grant_pattern, find_binaries
+from tasks.dbbench.server import _grant_pattern
 from tasks.dbbench.suite import DBBenchSuite
+from tests.tasks.dbbench.server_support import needs_server
 
-try:
-    find_binaries()
-    MISSING = ""
-except DBBenchServerError as exc:
-    MISSING = str(exc)
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"needs mariadb-server: {MISSING}")
+pytestmark = needs_server
 TABLE = "Jiu-Jitsu Championships Results"
 """test-0's table."""
 MARKER = "agent-text-5f3c"

@@ -17,15 +17,10 @@ from tasks.dbbench.bench import dbbench_report
 from tasks.dbbench.data import DBBenchDataError, data_dir, load_tasks
 from tasks.dbbench.env import commit_action, execute_action
 from tasks.dbbench.grading import clean_answer, compare_results, hash_value, init_sql
-from tasks.dbbench.server import DBBenchServerError, MariaDBServer, find_binaries
+from tasks.dbbench.server import DBBenchServerError, MariaDBServer
 from tasks.dbbench.suite import DBBenchSuite
+from tests.tasks.dbbench.server_support import needs_server
 
-try:
-    find_binaries()
-    MISSING = ""
-except DBBenchServerError as exc:
-    MISSING = str(exc)
-needs_server = pytest.mark.skipif(bool(MISSING), reason=f"needs mariadb-server: {MISSING}")
 REPO = Path(__file__).resolve().parents[3]
 KNOWN_GOLD_MISMATCH = {"test-225"}
 """Its stored answer_md5 is neither the unchanged table's hash nor the hash after its gold
