@@ -171,22 +171,24 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title)
     for column in header:
         table.add_column(column)
-    for row in rows:
-        table.add_row(*row)
+    for row in rows:  # cells are text, not markup: a policy id's "[...]" is printed as it is
+        table.add_row(*(Text(str(cell)) for cell in row))
     Console(width=max(150, len(title))).print(table)
 
 
 def show_leaderboard(db: str, *, run_id: str | None = None, suite: str | None = None,
-                     markdown: bool = False, metric: str = "success") -> None:
+                     markdown: bool = False, metric: str = "success",
+                     include_audits: bool = False) -> None:
     from harness.report.leaderboard import (comparability_notes, error_notes,
-                                            flagged_resolve_notes, leaderboard_table)
-    from harness.store import load_episodes
+                                            flagged_resolve_notes, leaderboard_table,
+                                            scoped_episodes)
 
-    episodes = load_episodes(db, run_id=run_id, suite=suite)
+    episodes = scoped_episodes(db, run_id=run_id, suite=suite, include_audits=include_audits)
     if metric != "success":
         _show_metric_leaderboard(episodes, metric, markdown, db)
     else:
@@ -242,7 +244,8 @@ def _show_success_leaderboard(table: Any, markdown: bool) -> None:
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     show_leaderboard(args.db, run_id=args.run_id, suite=args.suite,
-                     markdown=args.format == "markdown", metric=args.metric)
+                     markdown=args.format == "markdown", metric=args.metric,
+                     include_audits=args.include_audits)
     return 0
 
 
@@ -506,6 +509,9 @@ def _add_reading_commands(sub: Any) -> None:
     p.add_argument("--run-id")
     p.add_argument("--suite")
     p.add_argument("--format", choices=["terminal", "markdown"], default="terminal")
+    p.add_argument("--include-audits", action="store_true",
+                   help="rank the episodes of `harness audit` runs too (left out by default; "
+                   "a run named with --run-id is always shown)")
     p.add_argument("--metric", choices=["success", *ABSTENTION_METRICS, *SCOPE_METRICS],
                    default="success",
                    help="success rate (default), an abstention metric over the tasks that "

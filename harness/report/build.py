@@ -33,6 +33,7 @@ from harness.report.page import Trajectory, anchor, page_html
 from harness.report.provenance import provenance_comment, report_provenance
 from harness.report.ranking import rank_policies
 from harness.report.tables import Table, latex_document, to_latex, to_markdown
+from harness.report.leaderboard import AUDIT_RUN_PREFIX
 from harness.store import Store
 from harness.train.metrics_table import load_train_metrics
 
@@ -40,7 +41,6 @@ __all__ = ["ReportOptions", "ReportSummary", "build_report", "AUDIT_RUN_PREFIX"]
 
 log = logging.getLogger(__name__)
 
-AUDIT_RUN_PREFIX = "audit-"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ after Holm (`harness.report.ranking`)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections import Counter
@@ -39,16 +40,58 @@ def _bootstrap_bounds(group: pd.DataFrame, suite: str, n_resamples: int
             for policy, interval in zip(labels.policies, result.intervals)}
 
 
+AUDIT_RUN_PREFIX = "audit-"
+"""Run ids of `harness audit`'s runs: their probe episodes are not a leaderboard's unless asked."""
+DESIGN_FIELDS = ("split", "samples", "max_steps")
+"""The run-config fields that make an evaluation design: episodes pool across runs only when
+these agree (the task set and evaluation seeds may grow: the same key is counted once). The
+scaffold and layers are part of the policy id."""
+
+
+def design_of(config: dict) -> str:
+    """A run's evaluation design as a short label, e.g. ``split=test, samples=1, max_steps=env``."""
+    values = {field: config.get(field) for field in DESIGN_FIELDS}
+    if values["max_steps"] is None:
+        values["max_steps"] = "env"
+    return ", ".join(f"{field}={value}" for field, value in values.items())
+
+
+def scoped_episodes(db: str | os.PathLike, *, run_id: str | None = None,
+                    suite: str | None = None, include_audits: bool = False) -> pd.DataFrame:
+    """The episodes a leaderboard ranks (the CLI's, the report's and the viewer's rule): those
+    of `run_id` (all runs when None; audit runs only with `include_audits` or when named),
+    each with its run's ``design`` (`design_of`), and each episode key counted once per design
+    (the latest run's episode, so a widened run does not count the keys it shares twice)."""
+    from harness.store import Store
+
+    with Store(db, readonly=True) as store:
+        frame = store.load_episodes(run_id=run_id, suite=suite)
+        runs = store.runs()
+    if run_id is None and not include_audits:
+        frame = frame[~frame["run_id"].str.startswith(AUDIT_RUN_PREFIX)]
+    configs = {row.run_id: json.loads(row.config) for row in runs.itertuples()}
+    order = {run: position for position, run in enumerate(runs["run_id"])}
+    frame = frame.assign(design=frame["run_id"].map(lambda r: design_of(configs.get(r, {}))),
+                         run_order=frame["run_id"].map(order))
+    frame = frame.sort_values("run_order", kind="stable").drop_duplicates(
+        ["design", "policy", "suite", "task_id", "eval_seed", "sample"], keep="last")
+    return frame.drop(columns="run_order").sort_index().reset_index(drop=True)
+
+
 def leaderboard_table(episodes: pd.DataFrame, *, n_resamples: int = 10_000,
                       alpha: float = 0.05) -> pd.DataFrame:
     """One row per (suite, policy), columns `LEADERBOARD_COLUMNS`, best first in each suite.
 
-    `episodes` is the frame of `harness.store.load_episodes`; errored episodes count as
-    failures (and are counted apart). Resampling RNGs are derived from the suite name, so the
-    same store gives the same table.
+    `episodes` is the frame of `harness.store.load_episodes` (or `scoped_episodes`); errored
+    episodes count as failures (and are counted apart). Where the frame holds several
+    evaluation designs (its ``design`` column), each is ranked apart, and in a suite played
+    under more than one the policy is labelled with its design. Resampling RNGs are derived
+    from the suite name, so the same store gives the same table.
     """
     if episodes.empty:
         raise HarnessError("no episodes to rank; run `harness run` first or check the filters")
+    if "design" in episodes and episodes["design"].nunique() > 1:
+        return _by_design(episodes, n_resamples=n_resamples, alpha=alpha)
     ranked = rank_policies(episodes, alpha=alpha, n_resamples=n_resamples)
     extra = episodes.groupby(["suite", "policy"]).agg(
         errors=("status", lambda s: int((s != "ok").sum())), mean_score=("score", "mean"))
@@ -60,6 +103,29 @@ def leaderboard_table(episodes: pd.DataFrame, *, n_resamples: int = 10_000,
     table["boot_high"] = [bounds[s].get(p, (np.nan, np.nan))[1]
                           for s, p in zip(table.suite, table.policy)]
     return table[LEADERBOARD_COLUMNS]
+
+
+def _by_design(episodes: pd.DataFrame, *, n_resamples: int, alpha: float) -> pd.DataFrame:
+    """`leaderboard_table` of each design apart; a suite's policies carry their design where
+    the suite was played under more than one."""
+    several = episodes.groupby("suite")["design"].nunique() > 1
+    differing = _differing_fields(episodes["design"].unique())
+    tables = []
+    for design, group in episodes.groupby("design", sort=True):
+        table = leaderboard_table(group.drop(columns="design"), n_resamples=n_resamples,
+                                  alpha=alpha)
+        label = ", ".join(part for part in design.split(", ")
+                          if part.split("=")[0] in differing)
+        labelled = table["suite"].map(several).astype(bool)
+        table.loc[labelled, "policy"] = table.loc[labelled, "policy"] + f" [{label}]"
+        tables.append(table)
+    return (pd.concat(tables).sort_values("suite", kind="stable").reset_index(drop=True))
+
+
+def _differing_fields(designs) -> set[str]:
+    """The `DESIGN_FIELDS` whose value differs among the `designs` labels."""
+    values = [dict(part.split("=", 1) for part in design.split(", ")) for design in designs]
+    return {field for field in DESIGN_FIELDS if len({v.get(field) for v in values}) > 1}
 
 
 def _percent(value: float) -> str:

@@ -53,22 +53,23 @@ class Board:
 
 
 def compute_board(db: Path, run: str, suite: str) -> Board:
-    """The CLI's computation (`leaderboard_table` over `load_episodes`, cells by
+    """The CLI's computation (`leaderboard_table` over `scoped_episodes`, cells by
     `format_row`, `leaderboard_markdown`, `error_notes` and `comparability_notes`) for `run`
     and `suite` (empty: all)."""
     from harness.report.leaderboard import (HEADER, comparability_notes, error_notes,
-                                            format_row, leaderboard_markdown,
-                                            leaderboard_table)
-    from harness.store import load_episodes
+                                            flagged_resolve_notes, format_row,
+                                            leaderboard_markdown, leaderboard_table,
+                                            scoped_episodes)
 
-    frame = load_episodes(db, run_id=run or None, suite=suite or None)
+    frame = scoped_episodes(db, run_id=run or None, suite=suite or None)
     if frame.empty:
         return Board(tuple(HEADER), (), "", (), None, 0,
                      "No episodes match: choose another run or suite.")
     board = leaderboard_table(frame)
     cells = tuple(tuple(format_row(row)) for _, row in board.iterrows())
     notes = (*error_notes(frame),
-             *comparability_notes(db, run_id=run or None, suite=suite or None))
+             *comparability_notes(db, run_id=run or None, suite=suite or None),
+             *flagged_resolve_notes(db, run_id=run or None, suite=suite or None))
     by_type = None
     if suite:
         by_type = frame.groupby(["task_type", "policy"]).agg(

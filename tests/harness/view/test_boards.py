@@ -37,11 +37,17 @@ class Held:
 
 
 def _ready(client, params) -> str:
-    """The status once the computation has finished (waited for through its future)."""
+    """The status once the computation has finished (waited for through its future). A
+    computation that failed before its request stopped waiting is dropped by that request at
+    once (`Leaderboards.get`), so no future left means it failed (on a loaded machine the
+    fake computation can end before the request's zero-second wait)."""
     boards = client.app.state.leaderboards
     with boards._lock:
-        future = next(f for (run, suite, _), f in boards._boards.items()
-                      if (run, suite) == (params.get("run", ""), params.get("suite", "")))
+        future = next((f for (run, suite, _), f in boards._boards.items()
+                       if (run, suite) == (params.get("run", ""), params.get("suite", ""))),
+                      None)
+    if future is None:
+        return "failed"
     future.exception(timeout=BOUND_S)  # waits for the state, whatever it ends in
     return client.get("/leaderboard/status", params=params).json()["state"]
 
