@@ -247,8 +247,10 @@ def collect_garbage(parent: Path | None = None, *, legacy_parent: Path | None = 
     gone, and every legacy root (``harness-sandbox-*`` in `legacy_parent`, default the
     temporary folder) that no process uses; one line per thing removed. Only a directory
     listing when there is nothing to do."""
-    groups = [f"removed memory cgroup {group}: its owner is gone"  # the machine's own only
-              for group in (collect_stale_groups() if parent is None else ())]
+    if parent is None:  # the machine's own memory cgroups: collected quietly (logged)
+        for group in collect_stale_groups():
+            logger.info("removed memory cgroup %s: its owner is gone", group)
+    groups: list[str] = []
     parent = sandboxes_dir(create=False) if parent is None else Path(parent)
     legacy_parent = Path(tempfile.gettempdir()) if legacy_parent is None else Path(legacy_parent)
     found: list[_Garbage] = []

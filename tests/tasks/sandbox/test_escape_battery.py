@@ -180,7 +180,11 @@ def test_battery_from_a_build_step_and_from_code_the_verifier_runs(tmp_path):
         step = None
         while step is None or not (step.terminated or step.truncated):
             step = env.step(env.oracle_action())
-        assert step.info["verifier"] == "reward.txt" and step.reward == 1.0
+        # the battery's shared-memory probe crosses the sandbox's memory bound on purpose:
+        # the bound's kill is recorded and the verifier's reward is then 0 (a verdict never
+        # stands past a kill); the probes' report is read all the same
+        assert step.info["verifier"] in ("reward.txt", "verifier killed by the memory bound "
+                                         f"({env._require()._memory.describe()})")
         report = env._require().read_file("/logs/verifier/probes.txt").decode()
         env.close()
         assert_contained(report, before)  # the agent's code, run by the verifier as root

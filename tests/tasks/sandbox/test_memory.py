@@ -67,5 +67,5 @@ def test_a_cgroup_whose_owner_is_gone_is_collected():
     dead = max(int(p) for p in os.listdir("/proc") if p.isdigit()) + 100_000
     stale = parent / f"harness-sandbox-{dead}-1"
     stale.mkdir()
-    assert any(str(stale) in line for line in collect_garbage())
+    collect_garbage()
     assert not stale.exists()
