@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.sandbox_memory import collect_stale_groups
+from tasks.sandbox_memory import close_own_groups, collect_stale_groups
 from tasks.sandbox_rootfs import SandboxError
 
 __all__ = ["GRACE_S", "LEGACY_PREFIX", "OWNER_FILE", "ProcessId", "RootOwner",
@@ -197,6 +197,7 @@ def close_own_sandboxes(*, refuse_new: bool = False) -> list[str]:
         roots = [root for root, maker in _OPEN.items() if maker == pid]
         _OPEN.clear()
     if not roots:
+        _close_own_groups()
         return []
     records = {root: read_owner(root) for root in roots}
     users = _processes_using(roots, exclude=(pid,))
@@ -209,7 +210,16 @@ def close_own_sandboxes(*, refuse_new: bool = False) -> list[str]:
         else:
             lines += _kill(root, users[root])
     late = _processes_using(roots, exclude=(pid,))  # started (exec'd) while we worked
-    return lines + [line for root in roots for line in _kill(root, late[root])]
+    lines += [line for root in roots for line in _kill(root, late[root])]
+    _close_own_groups()
+    return lines
+
+
+def _close_own_groups() -> None:
+    """The memory bounds of this process's sandboxes that a signal unwound, once their
+    processes are killed."""
+    for group in close_own_groups():
+        logger.info("removed memory cgroup %s: the command stopped", group)
 
 
 # ---- the owner file ---------------------------------------------------------------------------

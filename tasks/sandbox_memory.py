@@ -31,7 +31,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["MemoryBound", "collect_stale_groups", "memory_mechanism", "WATCH_INTERVAL_S"]
+__all__ = ["MemoryBound", "close_own_groups", "collect_stale_groups", "memory_mechanism",
+           "WATCH_INTERVAL_S"]
 
 logger = logging.getLogger(__name__)
 WATCH_INTERVAL_S = 0.1
@@ -240,4 +241,18 @@ def collect_stale_groups() -> list[str]:
             if owner.isdigit() and not Path(f"/proc/{owner}").exists():
                 _remove_group(group)
                 removed.append(str(group))
+    return removed
+
+
+def close_own_groups() -> list[str]:
+    """Kill what is left in this process's memory cgroups and remove them (a stopping
+    command: the sandboxes a signal unwound may not have closed their bound)."""
+    removed = []
+    for parent in (_v1_parent(), _v2_parent()):
+        if parent is None:
+            continue
+        for group in parent.glob(f"harness-sandbox-{os.getpid()}-*"):
+            _kill_members(group)
+            _remove_group(group)
+            removed.append(str(group))
     return removed
